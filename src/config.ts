@@ -1,0 +1,164 @@
+import path from "node:path";
+
+/**
+ * The service's configuration, read once from the environment at start and frozen.
+ * Every variable is described here and nowhere else; a bad value stops the start with
+ * a message naming the variable.
+ */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  /** `postgres://…` to use a PostgreSQL server; undefined for the embedded PGlite database. */
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  /** The `{base_url}` used to build `callbackUrl` and `uploadUrl`, without a trailing slash. */
+  readonly publicUrl: string;
+  readonly env: "production" | "staging";
+  /** Operator API bearer token. Undefined only in embedded mode before the first start resolves it. */
+  readonly adminToken: string | undefined;
+  readonly allowPrivateTargets: boolean;
+  readonly role: "api" | "worker" | "all";
+  readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  readonly dbPoolSize: number;
+  readonly workerConcurrency: number;
+  /** How long a claimed job is held before another worker may take it over. */
+  readonly jobLeaseSeconds: number;
+  /** Upper bound on how long an idle worker sleeps between queue checks when no notification wakes it. */
+  readonly jobPollMs: number;
+  /** How far ahead of the server clock an `eventTimestamp` may be. */
+  readonly maxEventSkewSeconds: number;
+  /** Lifetime of an upload slot. */
+  readonly uploadTtlSeconds: number;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+interface VarSpec<T> {
+  readonly name: string;
+  readonly parse: (raw: string) => T;
+}
+
+function read<T>(env: Env, spec: VarSpec<T>, fallback: T): T {
+  const raw = env[spec.name];
+  if (raw === undefined || raw === "") return fallback;
+  try {
+    return spec.parse(raw);
+  } catch (err) {
+    throw new ConfigError(spec.name, (err as Error).message);
+  }
+}
+
+function integer(min: number, max: number) {
+  return (raw: string): number => {
+    if (!/^\d+$/.test(raw)) throw new Error(`expected an integer, got "${raw}"`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new Error(`expected an integer from ${min} to ${max}, got ${n}`);
+    return n;
+  };
+}
+
+function oneOf<T extends string>(...values: T[]) {
+  return (raw: string): T => {
+    if (!(values as string[]).includes(raw)) {
+      throw new Error(`expected one of ${values.join(", ")}, got "${raw}"`);
+    }
+    return raw as T;
+  };
+}
+
+function boolean(raw: string): boolean {
+  if (["true", "1", "yes"].includes(raw.toLowerCase())) return true;
+  if (["false", "0", "no"].includes(raw.toLowerCase())) return false;
+  throw new Error(`expected true or false, got "${raw}"`);
+}
+
+function url(protocols: string[]) {
+  return (raw: string): string => {
+    let parsed: URL;
+    try {
+      parsed = new URL(raw);
+    } catch {
+      throw new Error("not a valid URL");
+    }
+    if (!protocols.includes(parsed.protocol)) {
+      throw new Error(`expected a ${protocols.join(" or ")} URL`);
+    }
+    return raw.replace(/\/+$/, "");
+  };
+}
+
+function nonEmpty(raw: string): string {
+  return raw;
+}
+
+function token(raw: string): string {
+  if (raw.length < 16) throw new Error("must be at least 16 characters");
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = read(env, { name: "PORT", parse: integer(0, 65535) }, 8080);
+  const host = read(env, { name: "HOST", parse: nonEmpty }, "127.0.0.1");
+  const databaseUrl = read<string | undefined>(
+    env,
+    { name: "DATABASE_URL", parse: url(["postgres:", "postgresql:"]) },
+    undefined,
+  );
+  const dataDir = path.resolve(read(env, { name: "CDS_DATA_DIR", parse: nonEmpty }, "./data"));
+  const urlHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+  const publicUrl = read(
+    env,
+    { name: "CDS_PUBLIC_URL", parse: url(["http:", "https:"]) },
+    `http://${urlHost.includes(":") ? `[${urlHost}]` : urlHost}:${port}`,
+  );
+  const cdsEnv = read(env, { name: "CDS_ENV", parse: oneOf("production", "staging") }, "staging");
+  const adminToken = read<string | undefined>(env, { name: "CDS_ADMIN_TOKEN", parse: token }, undefined);
+  if (databaseUrl !== undefined && adminToken === undefined) {
+    throw new ConfigError("CDS_ADMIN_TOKEN", "is required when DATABASE_URL is set");
+  }
+  const allowPrivateTargets = read(
+    env,
+    { name: "CDS_ALLOW_PRIVATE_TARGETS", parse: boolean },
+    cdsEnv !== "production",
+  );
+  const role = read(env, { name: "CDS_ROLE", parse: oneOf("api", "worker", "all") }, "all");
+  const logLevel = read(
+    env,
+    { name: "CDS_LOG_LEVEL", parse: oneOf("fatal", "error", "warn", "info", "debug", "trace", "silent") },
+    "info",
+  );
+  const config: Config = {
+    port,
+    host,
+    databaseUrl,
+    dataDir,
+    publicUrl,
+    env: cdsEnv,
+    adminToken,
+    allowPrivateTargets,
+    role,
+    logLevel,
+    dbPoolSize: read(env, { name: "CDS_DB_POOL_SIZE", parse: integer(1, 1000) }, 10),
+    workerConcurrency: read(env, { name: "CDS_WORKER_CONCURRENCY", parse: integer(1, 10000) }, 32),
+    jobLeaseSeconds: read(env, { name: "CDS_JOB_LEASE_SECONDS", parse: integer(1, 3600) }, 30),
+    jobPollMs: read(env, { name: "CDS_JOB_POLL_MS", parse: integer(10, 60000) }, 1000),
+    maxEventSkewSeconds: read(env, { name: "CDS_MAX_EVENT_SKEW_SECONDS", parse: integer(0, 86400) }, 300),
+    uploadTtlSeconds: read(env, { name: "CDS_UPLOAD_TTL_SECONDS", parse: integer(10, 604800) }, 3600),
+  };
+  return Object.freeze(config);
+}
+
+/** A configuration for tests and embedding: defaults with overrides, no environment read. */
+export function configWith(overrides: Partial<Config>): Config {
+  return Object.freeze({ ...loadConfig({}), ...overrides });
+}

@@ -1,0 +1,156 @@
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Command, CommanderError } from "commander";
+import { buildApp } from "./app.js";
+import { ApiError, OperatorClient } from "./cli/client.js";
+import type { CliContext } from "./cli/context.js";
+import { type Config, ConfigError, loadConfig } from "./config.js";
+import { featureModules } from "./modules/index.js";
+import { ensureStoredAdminToken, readStoredAdminToken } from "./platform/admin-token.js";
+import type { AppContext } from "./platform/context.js";
+import { openDb } from "./platform/db/index.js";
+import { createLogger } from "./platform/logger.js";
+import { migrate } from "./platform/migrate.js";
+import { startWorker } from "./worker.js";
+
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  fetch?: typeof fetch;
+}
+
+const processIo: CliIo = {
+  env: process.env,
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+};
+
+async function openFor(config: Config) {
+  return openDb({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.databaseUrl ? undefined : config.dataDir,
+    poolSize: config.dbPoolSize,
+  });
+}
+
+/** Runs the service in this process until SIGINT or SIGTERM: the API, the workers, or both. */
+async function serve(io: CliIo, roleOverride?: Config["role"]): Promise<void> {
+  let config = loadConfig(roleOverride ? { ...io.env, CDS_ROLE: roleOverride } : io.env);
+  const log = createLogger(config.logLevel);
+  if (!config.adminToken) {
+    const stored = ensureStoredAdminToken(config.dataDir);
+    if (stored.created) {
+      io.stdout(
+        `\nOperator API token (shown once; kept in ${stored.file}):\n\n  ${stored.token}\n\n` +
+          "Use it as `Authorization: Bearer <token>`; the `cds` CLI reads it from that file.\n\n",
+      );
+    }
+    config = Object.freeze({ ...config, adminToken: stored.token });
+  }
+  const db = await openFor(config);
+  const report = await migrate(db);
+  if (report.applied.length > 0) log.info({ applied: report.applied }, "migrations applied");
+  const ctx: AppContext = { config, db, log };
+
+  const app = config.role === "worker" ? undefined : await buildApp(ctx);
+  if (app) await app.listen({ port: config.port, host: config.host });
+  const worker = config.role === "api" ? undefined : await startWorker(ctx);
+  log.info(
+    { role: config.role, database: db.kind, env: config.env, url: app ? config.publicUrl : undefined },
+    "case decisioning service started",
+  );
+
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  log.info("shutting down");
+  await app?.close();
+  await worker?.stop();
+  await db.close();
+}
+
+async function runMigrations(io: CliIo): Promise<void> {
+  const config = loadConfig(io.env);
+  const db = await openFor(config);
+  try {
+    const report = await migrate(db);
+    for (const m of report.applied) io.stdout(`applied ${String(m.version).padStart(4, "0")}_${m.name}\n`);
+    io.stdout(
+      report.applied.length === 0
+        ? `nothing to apply (${report.alreadyApplied} migrations already applied)\n`
+        : `${report.applied.length} applied, ${report.alreadyApplied} were already applied\n`,
+    );
+  } finally {
+    await db.close();
+  }
+}
+
+export function buildProgram(io: CliIo): Command {
+  const program = new Command("cds")
+    .description("Case decisioning service: run it, migrate it, and provision it through the operator API")
+    .option(
+      "--url <url>",
+      "the service's base URL (default: CDS_URL, else CDS_PUBLIC_URL or http://HOST:PORT)",
+    )
+    .option("--token <token>", "operator token (default: CDS_ADMIN_TOKEN, else the one kept in CDS_DATA_DIR)")
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
+
+  program
+    .command("serve")
+    .description("migrate, then serve the API and run the workers (CDS_ROLE picks api, worker or all)")
+    .action(() => serve(io));
+  program
+    .command("worker")
+    .description("migrate, then run workers only (CDS_ROLE=worker)")
+    .action(() => serve(io, "worker"));
+  program
+    .command("migrate")
+    .description("apply pending database migrations")
+    .action(() => runMigrations(io));
+
+  const cli: CliContext = {
+    client() {
+      const opts = program.opts<{ url?: string; token?: string }>();
+      const config = loadConfig({ ...io.env, DATABASE_URL: undefined, CDS_ADMIN_TOKEN: undefined });
+      const url = (opts.url ?? io.env.CDS_URL ?? config.publicUrl).replace(/\/+$/, "");
+      const token = opts.token ?? io.env.CDS_ADMIN_TOKEN ?? readStoredAdminToken(config.dataDir);
+      return new OperatorClient(url, token, io.fetch);
+    },
+    print: (value) => io.stdout(`${JSON.stringify(value, null, 2)}\n`),
+    note: (message) => io.stderr(`${message}\n`),
+  };
+  for (const module of featureModules) module.cli?.(program, cli);
+  return program;
+}
+
+/** Runs one CLI invocation; resolves to the exit code. */
+export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
+  const program = buildProgram(io);
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode;
+    if (err instanceof ConfigError) {
+      io.stderr(`configuration error: ${err.message}\n`);
+      return 78;
+    }
+    if (err instanceof ApiError) {
+      io.stderr(`error: ${err.message}\n`);
+      const details = (err.body as { details?: { path: string; message: string }[] } | undefined)?.details;
+      for (const d of details ?? []) io.stderr(`  ${d.path}: ${d.message}\n`);
+      return 1;
+    }
+    io.stderr(`error: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+const invokedDirectly = process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+if (invokedDirectly) {
+  process.exitCode = await runCli(process.argv.slice(2));
+}

@@ -1,0 +1,66 @@
+import type { Command } from "commander";
+import { type CliContext, list } from "../../cli/context.js";
+import { SCOPES } from "./scopes.js";
+
+function rateLimit(value: string): { perSecond: number; burst: number } | null {
+  if (value === "unlimited") return null;
+  const match = /^(\d+(?:\.\d+)?)(?::(\d+))?$/.exec(value);
+  if (!match) throw new Error(`expected <perSecond>[:<burst>] or "unlimited", got "${value}"`);
+  const perSecond = Number(match[1]);
+  return { perSecond, burst: match[2] ? Number(match[2]) : Math.max(1, Math.ceil(perSecond * 2)) };
+}
+
+export function apiKeysCli(program: Command, cli: CliContext): void {
+  const key = program.command("key").description("partner API keys");
+  key
+    .command("create")
+    .description("create an API key; its value is printed this once")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .requiredOption("--scopes <scopes>", `comma-separated: ${SCOPES.join(", ")}`, list)
+    .option("--name <name>", "a name to recognise the key by", "default")
+    .option("--expires-at <timestamp>", "RFC 3339 expiry")
+    .option("--rate-limit <limit>", 'requests/s and burst, "100:200", or "unlimited"', rateLimit)
+    .action(
+      async (opts: {
+        tenant: string;
+        scopes: string[];
+        name: string;
+        expiresAt?: string;
+        rateLimit?: { perSecond: number; burst: number } | null;
+      }) => {
+        const created = await cli
+          .client()
+          .request("POST", `/admin/tenants/${encodeURIComponent(opts.tenant)}/api-keys`, {
+            name: opts.name,
+            scopes: opts.scopes,
+            ...(opts.expiresAt ? { expiresAt: opts.expiresAt } : {}),
+            ...(opts.rateLimit !== undefined ? { rateLimit: opts.rateLimit } : {}),
+          });
+        cli.print(created);
+        cli.note("Store the key now: it is shown this once and cannot be recovered.");
+      },
+    );
+  key
+    .command("list")
+    .description("list a tenant's keys (never their values)")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .action(async (opts: { tenant: string }) => {
+      cli.print(
+        await cli.client().request("GET", `/admin/tenants/${encodeURIComponent(opts.tenant)}/api-keys`),
+      );
+    });
+  key
+    .command("delete")
+    .description("delete a key; it stops working on the next request")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .requiredOption("--key <keyId>", "the keyId")
+    .action(async (opts: { tenant: string; key: string }) => {
+      await cli
+        .client()
+        .request(
+          "DELETE",
+          `/admin/tenants/${encodeURIComponent(opts.tenant)}/api-keys/${encodeURIComponent(opts.key)}`,
+        );
+      cli.note(`deleted ${opts.key}`);
+    });
+}

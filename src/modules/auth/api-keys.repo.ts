@@ -1,0 +1,106 @@
+import { sql } from "kysely";
+import type { Executor } from "../../platform/db/index.js";
+
+export interface ApiKeyRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  key_hint: string;
+  scopes: string[];
+  rate_limit_per_second: number | null;
+  rate_limit_burst: number | null;
+  created_at: Date;
+  last_used_at: Date | null;
+  expires_at: Date | null;
+}
+
+const COLUMNS = [
+  "id",
+  "tenant_id",
+  "name",
+  "key_hint",
+  "scopes",
+  "rate_limit_per_second",
+  "rate_limit_burst",
+  "created_at",
+  "last_used_at",
+  "expires_at",
+] as const;
+
+export interface NewApiKey {
+  id: string;
+  tenantId: string;
+  name: string;
+  hash: Buffer;
+  hint: string;
+  scopes: string[];
+  rateLimit: { perSecond: number; burst: number } | null;
+  expiresAt: Date | null;
+}
+
+export async function insertApiKey(db: Executor, key: NewApiKey): Promise<ApiKeyRow> {
+  return db
+    .insertInto("api_keys")
+    .values({
+      id: key.id,
+      tenant_id: key.tenantId,
+      name: key.name,
+      key_hash: key.hash,
+      key_hint: key.hint,
+      scopes: key.scopes,
+      rate_limit_per_second: key.rateLimit?.perSecond ?? null,
+      rate_limit_burst: key.rateLimit?.burst ?? null,
+      expires_at: key.expiresAt,
+    })
+    .returning(COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+export function listApiKeys(db: Executor, tenantId: string): Promise<ApiKeyRow[]> {
+  return db
+    .selectFrom("api_keys")
+    .select(COLUMNS)
+    .where("tenant_id", "=", tenantId)
+    .where("deleted_at", "is", null)
+    .orderBy("created_at")
+    .orderBy("id")
+    .execute();
+}
+
+/** Soft-deletes; the very next lookup by hash no longer finds the key. */
+export async function deleteApiKey(db: Executor, tenantId: string, keyId: string): Promise<boolean> {
+  const result = await db
+    .updateTable("api_keys")
+    .set({ deleted_at: sql<Date>`now()` })
+    .where("tenant_id", "=", tenantId)
+    .where("id", "=", keyId)
+    .where("deleted_at", "is", null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** The live key with this hash, or undefined. Not tenant-scoped: the key is what names the tenant. */
+export function findLiveKeyByHash(db: Executor, hash: Buffer): Promise<ApiKeyRow | undefined> {
+  return db
+    .selectFrom("api_keys")
+    .select(COLUMNS)
+    .where("key_hash", "=", hash)
+    .where("deleted_at", "is", null)
+    .executeTakeFirst();
+}
+
+/** Records use at most once a minute per key, so authentication stays a read. */
+export async function touchApiKey(db: Executor, tenantId: string, keyId: string): Promise<void> {
+  await db
+    .updateTable("api_keys")
+    .set({ last_used_at: sql<Date>`now()` })
+    .where("tenant_id", "=", tenantId)
+    .where("id", "=", keyId)
+    .where((eb) =>
+      eb.or([
+        eb("last_used_at", "is", null),
+        eb("last_used_at", "<", sql<Date>`now() - interval '1 minute'`),
+      ]),
+    )
+    .execute();
+}

@@ -1,0 +1,78 @@
+import { Type } from "typebox";
+import type { App } from "../../platform/app-types.js";
+import type { AppContext } from "../../platform/context.js";
+import { createApiKey, getApiKeys, removeApiKey } from "./api-keys.service.js";
+import { SCOPES } from "./scopes.js";
+
+const RateLimit = Type.Object(
+  { perSecond: Type.Number({ exclusiveMinimum: 0 }), burst: Type.Integer({ minimum: 1 }) },
+  { additionalProperties: false },
+);
+
+const ApiKey = Type.Object({
+  keyId: Type.String(),
+  name: Type.String(),
+  scopes: Type.Array(Type.String()),
+  keyHint: Type.String({ description: "The key's prefix and first characters, to recognise it" }),
+  createdAt: Type.String({ format: "date-time" }),
+  lastUsedAt: Type.Union([Type.String({ format: "date-time" }), Type.Null()], {
+    description: "Recorded at most once a minute",
+  }),
+  expiresAt: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
+  rateLimit: Type.Union([RateLimit, Type.Null()], { description: "null: unlimited" }),
+});
+
+const TenantParams = Type.Object({ tenantId: Type.String() });
+
+export function apiKeysRoutes(app: App, ctx: AppContext): void {
+  app.post(
+    "/admin/tenants/:tenantId/api-keys",
+    {
+      config: { admin: true },
+      schema: {
+        tags: ["operator: API keys"],
+        summary: "Create an API key; its value is in this answer and never again",
+        params: TenantParams,
+        body: Type.Object({
+          name: Type.String({ minLength: 1, maxLength: 200 }),
+          scopes: Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { minItems: 1 }),
+          expiresAt: Type.Optional(Type.Union([Type.String({ format: "date-time" }), Type.Null()])),
+          rateLimit: Type.Optional(Type.Union([RateLimit, Type.Null()])),
+        }),
+        response: { 201: Type.Intersect([ApiKey, Type.Object({ key: Type.String() })]) },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(await createApiKey(ctx, request.params.tenantId, request.body)),
+  );
+
+  app.get(
+    "/admin/tenants/:tenantId/api-keys",
+    {
+      config: { admin: true },
+      schema: {
+        tags: ["operator: API keys"],
+        summary: "List a tenant's live API keys (never their values)",
+        params: TenantParams,
+        response: { 200: Type.Object({ apiKeys: Type.Array(ApiKey) }) },
+      },
+    },
+    async (request) => ({ apiKeys: await getApiKeys(ctx, request.params.tenantId) }),
+  );
+
+  app.delete(
+    "/admin/tenants/:tenantId/api-keys/:keyId",
+    {
+      config: { admin: true },
+      schema: {
+        tags: ["operator: API keys"],
+        summary: "Delete an API key; it fails from the next request on",
+        params: Type.Object({ tenantId: Type.String(), keyId: Type.String() }),
+      },
+    },
+    async (request, reply) => {
+      await removeApiKey(ctx, request.params.tenantId, request.params.keyId);
+      return reply.status(204).send();
+    },
+  );
+}

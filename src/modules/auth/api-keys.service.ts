@@ -1,0 +1,151 @@
+import type { AppContext } from "../../platform/context.js";
+import { AppError, badRequest, notFound } from "../../platform/errors.js";
+import { requireTenant } from "../tenants/tenants.service.js";
+import { checkKeyValue, generateKeyValue, hashKeyValue, keyHint, newKeyId } from "./api-key-format.js";
+import {
+  type ApiKeyRow,
+  deleteApiKey,
+  findLiveKeyByHash,
+  insertApiKey,
+  listApiKeys,
+  touchApiKey,
+} from "./api-keys.repo.js";
+import { isScope, type Scope } from "./scopes.js";
+
+export interface RateLimit {
+  perSecond: number;
+  burst: number;
+}
+
+export const DEFAULT_RATE_LIMIT: RateLimit = { perSecond: 1000, burst: 2000 };
+
+export interface CreateApiKeyInput {
+  name: string;
+  scopes: string[];
+  expiresAt?: string | null;
+  /** Absent: the default limit. `null`: unlimited. */
+  rateLimit?: RateLimit | null;
+}
+
+export interface ApiKeyView {
+  keyId: string;
+  name: string;
+  scopes: string[];
+  keyHint: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  rateLimit: RateLimit | null;
+}
+
+export interface AuthenticatedKey {
+  tenantId: string;
+  keyId: string;
+  scopes: ReadonlySet<Scope>;
+  rateLimit: RateLimit | null;
+}
+
+function toView(row: ApiKeyRow): ApiKeyView {
+  return {
+    keyId: row.id,
+    name: row.name,
+    scopes: row.scopes,
+    keyHint: row.key_hint,
+    createdAt: row.created_at.toISOString(),
+    lastUsedAt: row.last_used_at?.toISOString() ?? null,
+    expiresAt: row.expires_at?.toISOString() ?? null,
+    rateLimit:
+      row.rate_limit_per_second === null || row.rate_limit_burst === null
+        ? null
+        : { perSecond: row.rate_limit_per_second, burst: row.rate_limit_burst },
+  };
+}
+
+function validate(input: CreateApiKeyInput, now: Date) {
+  const problems: { path: string; message: string }[] = [];
+  const name = input.name.trim();
+  if (name.length === 0 || name.length > 200)
+    problems.push({ path: "body.name", message: "must be 1 to 200 characters" });
+  if (input.scopes.length === 0)
+    problems.push({ path: "body.scopes", message: "must name at least one scope" });
+  input.scopes.forEach((s, i) => {
+    if (!isScope(s)) problems.push({ path: `body.scopes.${i}`, message: `unknown scope "${s}"` });
+  });
+  let expiresAt: Date | null = null;
+  if (input.expiresAt !== undefined && input.expiresAt !== null) {
+    expiresAt = new Date(input.expiresAt);
+    if (Number.isNaN(expiresAt.getTime())) {
+      problems.push({ path: "body.expiresAt", message: "must be an RFC 3339 timestamp" });
+    } else if (expiresAt <= now) {
+      problems.push({ path: "body.expiresAt", message: "must be in the future" });
+    }
+  }
+  if (input.rateLimit && input.rateLimit.burst < 1) {
+    problems.push({ path: "body.rateLimit.burst", message: "must be at least 1" });
+  }
+  if (problems.length > 0) {
+    throw badRequest(
+      `invalid API key: ${problems.map((p) => `${p.path} ${p.message}`).join("; ")}`,
+      problems,
+    );
+  }
+  return { name, scopes: [...new Set(input.scopes)], expiresAt };
+}
+
+export async function createApiKey(
+  ctx: AppContext,
+  tenantId: string,
+  input: CreateApiKeyInput,
+): Promise<ApiKeyView & { key: string }> {
+  await requireTenant(ctx.db.root, tenantId);
+  const { name, scopes, expiresAt } = validate(input, new Date());
+  const key = generateKeyValue(ctx.config.env);
+  const row = await insertApiKey(ctx.db.root, {
+    id: newKeyId(),
+    tenantId,
+    name,
+    hash: hashKeyValue(key),
+    hint: keyHint(key),
+    scopes,
+    rateLimit: input.rateLimit === undefined ? DEFAULT_RATE_LIMIT : input.rateLimit,
+    expiresAt,
+  });
+  return { ...toView(row), key };
+}
+
+export async function getApiKeys(ctx: AppContext, tenantId: string): Promise<ApiKeyView[]> {
+  await requireTenant(ctx.db.root, tenantId);
+  return (await listApiKeys(ctx.db.root, tenantId)).map(toView);
+}
+
+export async function removeApiKey(ctx: AppContext, tenantId: string, keyId: string): Promise<void> {
+  await requireTenant(ctx.db.root, tenantId);
+  if (!(await deleteApiKey(ctx.db.root, tenantId, keyId))) throw notFound("API key");
+}
+
+const unauthorized = (message: string) => new AppError("unauthorized", message);
+
+/**
+ * Resolves a presented key value to its tenant and scopes. There is no cache: a key deleted a
+ * moment ago is refused on the very next request, by every process.
+ */
+export async function authenticate(ctx: AppContext, value: string | undefined): Promise<AuthenticatedKey> {
+  if (!value) throw unauthorized("missing API key: send it in the X-API-Key header");
+  const check = checkKeyValue(value, ctx.config.env);
+  if (!check.ok) throw unauthorized(check.reason);
+  const row = await findLiveKeyByHash(ctx.db.root, hashKeyValue(value));
+  if (!row) throw unauthorized("unknown API key");
+  if (row.expires_at && row.expires_at <= new Date()) throw unauthorized("API key has expired");
+  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
+    touchApiKey(ctx.db.root, row.tenant_id, row.id).catch((err) =>
+      ctx.log.warn({ err, keyId: row.id }, "recording key use failed"),
+    );
+  }
+  const view = toView(row);
+  return {
+    tenantId: row.tenant_id,
+    keyId: row.id,
+    scopes: new Set(row.scopes.filter(isScope)),
+    rateLimit: view.rateLimit,
+  };
+}

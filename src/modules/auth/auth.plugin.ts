@@ -1,0 +1,64 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { AppContext } from "../../platform/context.js";
+import { safeEqual } from "../../platform/crypto.js";
+import { AppError } from "../../platform/errors.js";
+import { type AuthenticatedKey, authenticate } from "./api-keys.service.js";
+import { RateLimiter } from "./rate-limiter.js";
+import type { Scope } from "./scopes.js";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The scope a partner route requires; its presence makes the route a partner route. */
+    scope?: Scope;
+    /** An operator route: needs the admin bearer token. */
+    admin?: boolean;
+  }
+  interface FastifyRequest {
+    apiKey?: AuthenticatedKey;
+  }
+}
+
+/** The authenticated key of a partner route; only callable where `config.scope` is set. */
+export function partnerOf(request: FastifyRequest): AuthenticatedKey {
+  if (!request.apiKey) throw new Error("partnerOf() called on a route without a scope");
+  return request.apiKey;
+}
+
+/**
+ * One hook for every route: partner routes need a live key with the route's scope (401, then
+ * 403, then 429), operator routes the admin bearer token. It runs before the body is read, so a
+ * caller without credentials learns nothing about the body's validity.
+ */
+export function installAuth(app: FastifyInstance, ctx: AppContext): void {
+  const limiter = new RateLimiter();
+  app.decorateRequest("apiKey", undefined);
+  app.addHook("onRequest", async (request) => {
+    const config = request.routeOptions.config;
+    if (config?.admin) {
+      const header = request.headers.authorization;
+      const token = ctx.config.adminToken;
+      const presented = header?.startsWith("Bearer ") ? header.slice(7) : undefined;
+      if (!token || !presented || !safeEqual(presented, token)) {
+        throw new AppError(
+          "unauthorized",
+          "missing or invalid operator token: send Authorization: Bearer <token>",
+        );
+      }
+      return;
+    }
+    const scope = config?.scope;
+    if (!scope) return;
+    const raw = request.headers["x-api-key"];
+    const key = await authenticate(ctx, Array.isArray(raw) ? raw[0] : raw);
+    if (!key.scopes.has(scope)) throw new AppError("forbidden", `API key lacks the ${scope} scope`);
+    if (key.rateLimit) {
+      const decision = limiter.take(key.keyId, key.rateLimit);
+      if (!decision.allowed) {
+        throw new AppError("rate_limited", "rate limit exceeded for this API key", {
+          headers: { "retry-after": String(decision.retryAfterSeconds) },
+        });
+      }
+    }
+    request.apiKey = key;
+  });
+}

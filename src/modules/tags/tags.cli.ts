@@ -1,0 +1,32 @@
+import type { Command } from "commander";
+import type { CliContext } from "../../cli/context.js";
+
+export function tagsCli(program: Command, cli: CliContext): void {
+  const option = program.command("tag-option").description("a tenant's tag vocabulary");
+  option
+    .command("set")
+    .description("add a tag option, or enable or disable one")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .requiredOption("--tag <tag>", "the tag (up to 64 characters)")
+    .option("--disabled", "disable the option: no new uses, existing tags stay")
+    .action(async (opts: { tenant: string; tag: string; disabled?: boolean }) => {
+      cli.print(
+        await cli
+          .client()
+          .request(
+            "PUT",
+            `/admin/tenants/${encodeURIComponent(opts.tenant)}/tag-options/${encodeURIComponent(opts.tag)}`,
+            { enabled: !opts.disabled },
+          ),
+      );
+    });
+  option
+    .command("list")
+    .description("list a tenant's tag options")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .action(async (opts: { tenant: string }) => {
+      cli.print(
+        await cli.client().request("GET", `/admin/tenants/${encodeURIComponent(opts.tenant)}/tag-options`),
+      );
+    });
+}

@@ -1,0 +1,102 @@
+import { sql } from "kysely";
+import type { Executor } from "../../platform/db/index.js";
+
+export interface CaseTagRow {
+  tag: string;
+  created_by: string;
+  created_at: Date;
+}
+
+export interface TagOptionRow {
+  tag: string;
+  enabled: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function listCaseTags(db: Executor, tenantId: string, caseId: string): Promise<CaseTagRow[]> {
+  return db
+    .selectFrom("case_tags")
+    .select(["tag", "created_by", "created_at"])
+    .where("tenant_id", "=", tenantId)
+    .where("case_id", "=", caseId)
+    .orderBy("created_at")
+    .orderBy("id")
+    .execute();
+}
+
+export function findCaseTag(
+  db: Executor,
+  tenantId: string,
+  caseId: string,
+  tag: string,
+): Promise<CaseTagRow | undefined> {
+  return db
+    .selectFrom("case_tags")
+    .select(["tag", "created_by", "created_at"])
+    .where("tenant_id", "=", tenantId)
+    .where("case_id", "=", caseId)
+    .where("tag", "=", tag)
+    .executeTakeFirst();
+}
+
+/**
+ * Adds the tag if it is an enabled option of the tenant's vocabulary and not yet on the case.
+ * Returns the new row, or undefined when nothing was inserted (already there, or not allowed).
+ */
+export async function insertCaseTagIfAllowed(
+  db: Executor,
+  tenantId: string,
+  caseId: string,
+  tag: string,
+  createdBy: string,
+): Promise<CaseTagRow | undefined> {
+  const result = await sql<CaseTagRow>`
+    INSERT INTO case_tags (tenant_id, case_id, tag, created_by)
+    SELECT ${tenantId}, ${caseId}, ${tag}, ${createdBy}
+    WHERE EXISTS (
+      SELECT 1 FROM tag_options WHERE tenant_id = ${tenantId} AND tag = ${tag} AND enabled
+    )
+    ON CONFLICT (case_id, tag) DO NOTHING
+    RETURNING tag, created_by, created_at`.execute(db);
+  return result.rows[0];
+}
+
+export async function deleteCaseTag(
+  db: Executor,
+  tenantId: string,
+  caseId: string,
+  tag: string,
+): Promise<void> {
+  await db
+    .deleteFrom("case_tags")
+    .where("tenant_id", "=", tenantId)
+    .where("case_id", "=", caseId)
+    .where("tag", "=", tag)
+    .execute();
+}
+
+export function upsertTagOption(
+  db: Executor,
+  tenantId: string,
+  tag: string,
+  enabled: boolean,
+): Promise<TagOptionRow> {
+  return db
+    .insertInto("tag_options")
+    .values({ tenant_id: tenantId, tag, enabled })
+    .onConflict((oc) =>
+      oc.columns(["tenant_id", "tag"]).doUpdateSet({ enabled, updated_at: sql<Date>`now()` }),
+    )
+    .returning(["tag", "enabled", "created_at", "updated_at"])
+    .executeTakeFirstOrThrow();
+}
+
+export function listTagOptions(db: Executor, tenantId: string): Promise<TagOptionRow[]> {
+  return db
+    .selectFrom("tag_options")
+    .select(["tag", "enabled", "created_at", "updated_at"])
+    .where("tenant_id", "=", tenantId)
+    .orderBy("tag")
+    .execute();
+}

@@ -1,0 +1,126 @@
+import { Type } from "typebox";
+import type { App } from "../../platform/app-types.js";
+import type { AppContext } from "../../platform/context.js";
+import { badRequest } from "../../platform/errors.js";
+import { partnerOf } from "../auth/auth.plugin.js";
+import {
+  applyTag,
+  getCaseTags,
+  getTagOptions,
+  MAX_TAG_LENGTH,
+  removeTag,
+  setTagOption,
+} from "./tags.service.js";
+
+const Tag = Type.Object({
+  tag: Type.String({ maxLength: MAX_TAG_LENGTH }),
+  createdBy: Type.String({ description: "`apikey:<keyId>` when applied through the API" }),
+  createdAt: Type.String({ format: "date-time" }),
+});
+
+const TagOption = Type.Object({
+  tag: Type.String(),
+  enabled: Type.Boolean(),
+  createdAt: Type.String({ format: "date-time" }),
+  updatedAt: Type.String({ format: "date-time" }),
+});
+
+const CaseParams = Type.Object({ caseId: Type.String() });
+
+export function tagsRoutes(app: App, ctx: AppContext): void {
+  app.get(
+    "/cases/:caseId/tags",
+    {
+      config: { scope: "tags:read" },
+      schema: {
+        tags: ["tags"],
+        summary: "List a case's tags, oldest first",
+        params: CaseParams,
+        response: { 200: Type.Object({ tags: Type.Array(Tag) }) },
+      },
+    },
+    async (request) => {
+      const key = partnerOf(request);
+      return { tags: await getCaseTags(ctx, key.tenantId, request.params.caseId) };
+    },
+  );
+
+  app.post(
+    "/cases/:caseId/tags",
+    {
+      config: { scope: "tags:write" },
+      schema: {
+        tags: ["tags"],
+        summary: "Apply a tag from the tenant's vocabulary",
+        description:
+          "201 with the new tag; 200 with the original `createdBy` and `createdAt` when already applied.",
+        params: CaseParams,
+        body: Type.Object({ tag: Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH }) }),
+        response: { 200: Tag, 201: Tag },
+      },
+    },
+    async (request, reply) => {
+      const key = partnerOf(request);
+      const actor = { kind: "apikey", tenantId: key.tenantId, keyId: key.keyId } as const;
+      const result = await applyTag(ctx, key.tenantId, actor, request.params.caseId, request.body.tag);
+      return reply.status(result.created ? 201 : 200).send(result.tag);
+    },
+  );
+
+  app.delete(
+    "/cases/:caseId/tags",
+    {
+      config: { scope: "tags:write" },
+      schema: {
+        tags: ["tags"],
+        summary: "Remove a tag (idempotent)",
+        description:
+          "The tag is named by `?tag=`, or by a JSON body `{tag}`. 204 also when the case does not carry it.",
+        params: CaseParams,
+        querystring: Type.Object({ tag: Type.Optional(Type.String()) }),
+      },
+    },
+    async (request, reply) => {
+      const key = partnerOf(request);
+      const body = request.body as { tag?: unknown } | undefined;
+      const tag = request.query.tag ?? body?.tag;
+      if (typeof tag !== "string") {
+        throw badRequest("name the tag to remove with ?tag= or a JSON body {tag}", [
+          { path: "querystring.tag", message: "is required" },
+        ]);
+      }
+      await removeTag(ctx, key.tenantId, request.params.caseId, tag);
+      return reply.status(204).send();
+    },
+  );
+
+  app.put(
+    "/admin/tenants/:tenantId/tag-options/:tag",
+    {
+      config: { admin: true },
+      schema: {
+        tags: ["operator: tags"],
+        summary: "Add a tag option to a tenant's vocabulary, or enable or disable one",
+        description: "Disabling an option stops new uses; tags already on cases stay.",
+        params: Type.Object({ tenantId: Type.String(), tag: Type.String() }),
+        body: Type.Object({ enabled: Type.Boolean() }),
+        response: { 200: TagOption },
+      },
+    },
+    async (request) => setTagOption(ctx, request.params.tenantId, request.params.tag, request.body.enabled),
+  );
+
+  app.get(
+    "/admin/tenants/:tenantId/tag-options",
+    {
+      config: { admin: true },
+      schema: {
+        tags: ["operator: tags"],
+        summary: "List a tenant's tag vocabulary",
+        params: Type.Object({ tenantId: Type.String() }),
+        response: { 200: Type.Object({ tagOptions: Type.Array(TagOption) }) },
+      },
+    },
+    async (request) => ({ tagOptions: await getTagOptions(ctx, request.params.tenantId) }),
+  );
+}

@@ -1,0 +1,114 @@
+import type { Actor, AppContext } from "../../platform/context.js";
+import { actorLabel } from "../../platform/context.js";
+import { AppError, badRequest, notFound } from "../../platform/errors.js";
+import { caseExists } from "../cases/cases.repo.js";
+import { requireTenant } from "../tenants/tenants.service.js";
+import {
+  type CaseTagRow,
+  deleteCaseTag,
+  findCaseTag,
+  insertCaseTagIfAllowed,
+  listCaseTags,
+  listTagOptions,
+  type TagOptionRow,
+  upsertTagOption,
+} from "./tags.repo.js";
+
+export const MAX_TAG_LENGTH = 64;
+
+export interface TagView {
+  tag: string;
+  createdBy: string;
+  createdAt: string;
+}
+
+export interface TagOptionView {
+  tag: string;
+  enabled: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function toTagView(row: CaseTagRow): TagView {
+  return { tag: row.tag, createdBy: row.created_by, createdAt: row.created_at.toISOString() };
+}
+
+function toOptionView(row: TagOptionRow): TagOptionView {
+  return {
+    tag: row.tag,
+    enabled: row.enabled,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+/** A tag is 1 to 64 characters with no surrounding whitespace or control characters. */
+export function checkTag(tag: string, path: string): void {
+  let problem: string | undefined;
+  const length = [...tag].length;
+  if (length === 0) problem = "must not be empty";
+  else if (length > MAX_TAG_LENGTH) problem = `must be at most ${MAX_TAG_LENGTH} characters`;
+  else if (tag.trim() !== tag) problem = "must not start or end with whitespace";
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+  else if (/[\u0000-\u001f\u007f]/.test(tag)) problem = "must not contain control characters";
+  if (problem) throw badRequest(`tag ${problem}`, [{ path, message: problem }]);
+}
+
+async function requireCase(ctx: AppContext, tenantId: string, caseId: string): Promise<void> {
+  if (!(await caseExists(ctx.db.root, tenantId, caseId))) throw notFound("case");
+}
+
+export async function getCaseTags(ctx: AppContext, tenantId: string, caseId: string): Promise<TagView[]> {
+  await requireCase(ctx, tenantId, caseId);
+  return (await listCaseTags(ctx.db.root, tenantId, caseId)).map(toTagView);
+}
+
+/** Applies a tag: `created` false when the case already carried it (the original is returned). */
+export async function applyTag(
+  ctx: AppContext,
+  tenantId: string,
+  actor: Actor,
+  caseId: string,
+  tag: string,
+): Promise<{ created: boolean; tag: TagView }> {
+  checkTag(tag, "body.tag");
+  await requireCase(ctx, tenantId, caseId);
+  const inserted = await insertCaseTagIfAllowed(ctx.db.root, tenantId, caseId, tag, actorLabel(actor));
+  if (inserted) return { created: true, tag: toTagView(inserted) };
+  const existing = await findCaseTag(ctx.db.root, tenantId, caseId, tag);
+  if (existing) return { created: false, tag: toTagView(existing) };
+  throw new AppError(
+    "validation_failed",
+    `tag "${tag}" is not an enabled option of the tenant's tag vocabulary`,
+    {
+      details: [{ path: "body.tag", message: "is not an enabled tag option" }],
+    },
+  );
+}
+
+export async function removeTag(
+  ctx: AppContext,
+  tenantId: string,
+  caseId: string,
+  tag: string,
+): Promise<void> {
+  checkTag(tag, "tag");
+  await requireCase(ctx, tenantId, caseId);
+  await deleteCaseTag(ctx.db.root, tenantId, caseId, tag);
+}
+
+export async function setTagOption(
+  ctx: AppContext,
+  tenantId: string,
+  tag: string,
+  enabled: boolean,
+): Promise<TagOptionView> {
+  checkTag(tag, "params.tag");
+  await requireTenant(ctx.db.root, tenantId);
+  return toOptionView(await upsertTagOption(ctx.db.root, tenantId, tag, enabled));
+}
+
+export async function getTagOptions(ctx: AppContext, tenantId: string): Promise<TagOptionView[]> {
+  await requireTenant(ctx.db.root, tenantId);
+  return (await listTagOptions(ctx.db.root, tenantId)).map(toOptionView);
+}

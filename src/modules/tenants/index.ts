@@ -1,0 +1,5 @@
+import type { FeatureModule } from "../../platform/app-types.js";
+import { tenantsCli } from "./tenants.cli.js";
+import { tenantsRoutes } from "./tenants.routes.js";
+
+export const tenantsModule: FeatureModule = { name: "tenants", routes: tenantsRoutes, cli: tenantsCli };

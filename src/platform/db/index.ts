@@ -1,0 +1,122 @@
+import path from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { Kysely, PostgresDialect, type RawBuilder, sql, type Transaction } from "kysely";
+import pg from "pg";
+import type { Database } from "../../modules/tables.js";
+import { lockDataDir } from "./dir-lock.js";
+import { GuardedDialect, inTransactionScope } from "./guard.js";
+import { PgListener } from "./pg-listener.js";
+import { PGliteDialect } from "./pglite-driver.js";
+import { sharedParsers } from "./types.js";
+
+export type { Database } from "../../modules/tables.js";
+
+/** A query executor: the root database or an open transaction. Repositories take this. */
+export type Executor = Kysely<Database>;
+export type Tx = Transaction<Database>;
+
+export type DriverKind = "pglite" | "postgres";
+
+export interface Db {
+  readonly kind: DriverKind;
+  /** The root executor. Never use it inside `transaction()`: use the handle it passes. */
+  readonly root: Kysely<Database>;
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /** Subscribes to NOTIFY on a channel; resolves once listening. Returns the unsubscribe. */
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+export interface DbOptions {
+  /** `postgres://…`; when absent the embedded database is used. */
+  databaseUrl?: string | undefined;
+  /** Directory of the embedded database; absent for an in-memory one (tests). */
+  dataDir?: string | undefined;
+  poolSize?: number;
+  applicationName?: string;
+}
+
+const pgTypes = {
+  getTypeParser(oid: number, format?: "text" | "binary") {
+    const parser = sharedParsers[oid];
+    // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept a union format
+    return parser ?? pg.types.getTypeParser(oid, format as any);
+  },
+};
+
+function makeDb(
+  kind: DriverKind,
+  root: Kysely<Database>,
+  listen: Db["listen"],
+  close: () => Promise<void>,
+): Db {
+  return {
+    kind,
+    root,
+    transaction: (fn) => inTransactionScope(() => root.transaction().execute(fn)),
+    listen,
+    close,
+  };
+}
+
+export async function openDb(options: DbOptions): Promise<Db> {
+  if (options.databaseUrl) {
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: options.poolSize ?? 10,
+      application_name: options.applicationName ?? "cds",
+      types: pgTypes,
+    });
+    // An idle client that errors (server restart) must not crash the process; the pool drops it.
+    pool.on("error", () => {});
+    const listener = new PgListener(options.databaseUrl, pgTypes);
+    const root = new Kysely<Database>({ dialect: new GuardedDialect(new PostgresDialect({ pool })) });
+    return makeDb(
+      "postgres",
+      root,
+      (channel, cb) => listener.listen(channel, cb),
+      async () => {
+        await listener.close();
+        await root.destroy();
+      },
+    );
+  }
+
+  const unlock = options.dataDir ? lockDataDir(options.dataDir) : () => {};
+  let pglite: PGlite;
+  try {
+    pglite = await PGlite.create(options.dataDir ? path.join(options.dataDir, "pgdata") : undefined, {
+      parsers: sharedParsers,
+    });
+  } catch (err) {
+    unlock();
+    throw err;
+  }
+  const root = new Kysely<Database>({ dialect: new GuardedDialect(new PGliteDialect(pglite)) });
+  return makeDb(
+    "pglite",
+    root,
+    async (channel, cb) => {
+      const stop = await pglite.listen(channel, cb);
+      return () => stop();
+    },
+    async () => {
+      try {
+        await root.destroy();
+      } finally {
+        unlock();
+      }
+    },
+  );
+}
+
+/** A JSON value as a parameter, serialized here so that both drivers send the same text. */
+export function json(value: unknown): RawBuilder<string> {
+  return sql<string>`${JSON.stringify(value)}::jsonb`;
+}
+
+/** True when err is PostgreSQL's unique_violation (on either driver). */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint?: string } | null;
+  return e?.code === "23505" && (constraint === undefined || e.constraint === constraint);
+}

@@ -1,0 +1,329 @@
+import os from "node:os";
+import { sql } from "kysely";
+import { randomBase62 } from "./crypto.js";
+import type { Db, Executor, Tx } from "./db/index.js";
+import type { Log } from "./logger.js";
+
+/**
+ * Durable jobs in the database. A job is enqueued inside the caller's transaction, so it exists
+ * exactly when the change that asked for it committed. Workers in any number of processes claim
+ * jobs with `FOR UPDATE SKIP LOCKED`; a claim leases the job by pushing its `run_at` forward, and
+ * a worker that dies simply stops renewing, so the job becomes claimable again when the lease
+ * runs out. NOTIFY wakes idle workers at once; polling is the fallback.
+ */
+export const JOBS_CHANNEL = "cds_jobs";
+
+export interface JobSpec<P = Record<string, unknown>> {
+  kind: string;
+  payload: P;
+  /** Run no earlier than this; default now. */
+  runAt?: Date;
+  /** A job with the same key already queued (or running) makes this enqueue a no-op. */
+  jobKey?: string;
+  maxAttempts?: number;
+}
+
+export interface ClaimedJob<P = Record<string, unknown>> {
+  id: number;
+  kind: string;
+  payload: P;
+  jobKey: string | null;
+  /** 1 on the first run. */
+  attempt: number;
+  maxAttempts: number;
+  createdAt: Date;
+}
+
+/** Thrown by a handler to run the job again later without counting the run as a failure. */
+export class RescheduleJob extends Error {
+  constructor(
+    readonly delayMs: number,
+    reason = "rescheduled",
+  ) {
+    super(reason);
+    this.name = "RescheduleJob";
+  }
+}
+
+/** Thrown by a handler for a failure no retry can fix: the job is marked failed at once. */
+export class PermanentJobError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "PermanentJobError";
+  }
+}
+
+interface HandlerBase {
+  kind: string;
+  /** Delay before the next attempt after `attempt` failed. Default: 1 s doubling, capped at 1 h. */
+  backoffMs?: (attempt: number) => number;
+}
+
+/** Runs inside a transaction that also deletes the job: its database effects happen exactly once. */
+export interface TransactionalJobHandler<P = Record<string, unknown>> extends HandlerBase {
+  mode: "transaction";
+  run(job: ClaimedJob<P>, tx: Tx): Promise<void>;
+}
+
+/** Runs outside a transaction (it talks to the network); completion is recorded after it returns. */
+export interface PlainJobHandler<P = Record<string, unknown>> extends HandlerBase {
+  mode: "plain";
+  run(job: ClaimedJob<P>, db: Db): Promise<void>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: handlers of different payload types share one registry
+export type JobHandler<P = any> = TransactionalJobHandler<P> | PlainJobHandler<P>;
+
+export function defaultBackoffMs(attempt: number): number {
+  return Math.min(1000 * 2 ** Math.max(0, attempt - 1), 3_600_000);
+}
+
+/** Enqueues jobs on `executor` (normally the caller's transaction) and wakes idle workers on commit. */
+export async function enqueue(executor: Executor, ...specs: JobSpec<unknown>[]): Promise<void> {
+  if (specs.length === 0) return;
+  const rows = specs.map((s) => ({
+    kind: s.kind,
+    payload: JSON.stringify(s.payload),
+    job_key: s.jobKey ?? null,
+    run_at: s.runAt ?? sql<Date>`now()`,
+    max_attempts: s.maxAttempts ?? 25,
+  }));
+  await sql`
+    WITH inserted AS (
+      ${executor
+        .insertInto("jobs")
+        // biome-ignore lint/suspicious/noExplicitAny: run_at mixes Date and now() expressions
+        .values(rows as any)
+        .onConflict((oc) => oc.column("job_key").doNothing())
+        .returning("kind")}
+    )
+    SELECT pg_notify(${JOBS_CHANNEL}, '') FROM inserted LIMIT 1`.execute(executor);
+}
+
+export interface WorkerOptions {
+  concurrency: number;
+  leaseSeconds: number;
+  pollMs: number;
+  logger: Log;
+  workerId?: string;
+  /** How long `stop()` waits for running jobs before leaving them to their leases. */
+  stopTimeoutMs?: number;
+}
+
+interface JobRow {
+  id: number;
+  kind: string;
+  payload: Record<string, unknown>;
+  job_key: string | null;
+  attempts: number;
+  max_attempts: number;
+  created_at: Date;
+}
+
+export class JobWorker {
+  readonly id: string;
+  readonly #handlers: Map<string, JobHandler>;
+  readonly #running = new Map<number, Promise<void>>();
+  #stopped = true;
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly db: Db,
+    handlers: JobHandler[],
+    private readonly options: WorkerOptions,
+  ) {
+    this.#handlers = new Map(handlers.map((h) => [h.kind, h]));
+    this.id = options.workerId ?? `${os.hostname()}:${process.pid}:${randomBase62(6)}`;
+  }
+
+  get runningCount(): number {
+    return this.#running.size;
+  }
+
+  async start(): Promise<void> {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#unlisten = await this.db.listen(JOBS_CHANNEL, () => this.#wakeUp());
+    const beat = Math.max(200, (this.options.leaseSeconds * 1000) / 3);
+    this.#heartbeat = setInterval(() => this.#renewLeases(), beat);
+    this.#heartbeat.unref();
+    this.#loop = this.#run();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#wakeUp();
+    await this.#loop;
+    clearInterval(this.#heartbeat);
+    await this.#unlisten?.();
+    const timeout = this.options.stopTimeoutMs ?? 10_000;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(this.#running.values()),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, timeout);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  #wakeUp(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      const free = this.options.concurrency - this.#running.size;
+      let sleepMs = this.options.pollMs;
+      if (free > 0) {
+        let claimed: JobRow[] = [];
+        try {
+          claimed = await this.#claim(free);
+        } catch (err) {
+          this.options.logger.error({ err }, "claiming jobs failed");
+        }
+        for (const row of claimed) this.#start(row);
+        if (claimed.length === free) continue;
+        if (claimed.length === 0) sleepMs = await this.#untilNextDue().catch(() => this.options.pollMs);
+      }
+      if (this.#stopped) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, sleepMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  async #claim(limit: number): Promise<JobRow[]> {
+    const kinds = [...this.#handlers.keys()];
+    const result = await sql<JobRow>`
+      WITH next AS (
+        SELECT id FROM jobs
+        WHERE failed_at IS NULL AND run_at <= now() AND kind = ANY(${kinds})
+        ORDER BY run_at, id
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE jobs j
+      SET locked_by = ${this.id}, locked_at = now(), attempts = j.attempts + 1,
+          run_at = now() + make_interval(secs => ${this.options.leaseSeconds})
+      FROM next WHERE j.id = next.id
+      RETURNING j.id, j.kind, j.payload, j.job_key, j.attempts, j.max_attempts, j.created_at`.execute(
+      this.db.root,
+    );
+    return result.rows;
+  }
+
+  /** Milliseconds until the earliest queued job is due, bounded by the poll interval. */
+  async #untilNextDue(): Promise<number> {
+    const kinds = [...this.#handlers.keys()];
+    const result = await sql<{ ms: number | null }>`
+      SELECT (EXTRACT(EPOCH FROM (min(run_at) - now())) * 1000)::int8 AS ms
+      FROM jobs WHERE failed_at IS NULL AND kind = ANY(${kinds})`.execute(this.db.root);
+    const ms = result.rows[0]?.ms;
+    if (ms === null || ms === undefined) return this.options.pollMs;
+    return Math.min(this.options.pollMs, Math.max(5, ms + 5));
+  }
+
+  #start(row: JobRow): void {
+    const done = this.#execute(row)
+      .catch((err) =>
+        this.options.logger.error({ err, jobId: row.id, kind: row.kind }, "job bookkeeping failed"),
+      )
+      .finally(() => {
+        this.#running.delete(row.id);
+        this.#wakeUp();
+      });
+    this.#running.set(row.id, done);
+  }
+
+  async #execute(row: JobRow): Promise<void> {
+    const job: ClaimedJob = {
+      id: row.id,
+      kind: row.kind,
+      payload: row.payload,
+      jobKey: row.job_key,
+      attempt: row.attempts,
+      maxAttempts: row.max_attempts,
+      createdAt: row.created_at,
+    };
+    const handler = this.#handlers.get(row.kind);
+    if (!handler) {
+      await this.#fail(job, new RescheduleJob(this.options.pollMs, `no handler for ${row.kind} here`));
+      return;
+    }
+    if (job.attempt > job.maxAttempts) {
+      await this.#fail(
+        job,
+        new PermanentJobError(`lease expired on every one of ${job.maxAttempts} attempts`),
+      );
+      return;
+    }
+    try {
+      if (handler.mode === "transaction") {
+        await this.db.transaction(async (tx) => {
+          if (!(await this.#complete(tx, job))) throw new LeaseLost();
+          await handler.run(job, tx);
+        });
+      } else {
+        await handler.run(job, this.db);
+        await this.#complete(this.db.root, job);
+      }
+    } catch (err) {
+      if (err instanceof LeaseLost) return;
+      await this.#fail(job, err, handler);
+    }
+  }
+
+  /** Deletes the job if this worker still holds this attempt. */
+  async #complete(executor: Executor, job: ClaimedJob): Promise<boolean> {
+    const result = await executor
+      .deleteFrom("jobs")
+      .where("id", "=", job.id)
+      .where("locked_by", "=", this.id)
+      .where("attempts", "=", job.attempt)
+      .executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  async #fail(job: ClaimedJob, err: unknown, handler?: JobHandler): Promise<void> {
+    const reschedule = err instanceof RescheduleJob;
+    const permanent = err instanceof PermanentJobError;
+    const delayMs = reschedule ? err.delayMs : (handler?.backoffMs ?? defaultBackoffMs)(job.attempt);
+    const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    if (!reschedule) {
+      this.options.logger.warn(
+        { err, jobId: job.id, kind: job.kind, attempt: job.attempt },
+        permanent || job.attempt >= job.maxAttempts ? "job failed for good" : "job failed; will retry",
+      );
+    }
+    await sql`
+      UPDATE jobs
+      SET locked_by = NULL, locked_at = NULL,
+          attempts = attempts - ${reschedule ? 1 : 0},
+          last_error = ${reschedule ? null : message.slice(0, 2000)},
+          run_at = now() + make_interval(secs => ${delayMs / 1000}),
+          failed_at = CASE WHEN ${permanent} OR (${!reschedule} AND attempts >= max_attempts) THEN now() END
+      WHERE id = ${job.id} AND locked_by = ${this.id} AND attempts = ${job.attempt}`.execute(this.db.root);
+  }
+
+  #renewLeases(): void {
+    if (this.#running.size === 0) return;
+    const ids = [...this.#running.keys()];
+    sql`UPDATE jobs SET run_at = now() + make_interval(secs => ${this.options.leaseSeconds})
+        WHERE locked_by = ${this.id} AND id = ANY(${ids})`
+      .execute(this.db.root)
+      .catch((err) => this.options.logger.warn({ err }, "renewing job leases failed"));
+  }
+}
+
+class LeaseLost extends Error {}
