@@ -7,6 +7,7 @@ import type { CliContext } from "./cli/context.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { featureModules } from "./modules/index.js";
 import { ensureStoredAdminToken, readStoredAdminToken } from "./platform/admin-token.js";
+import { createBlobStore } from "./platform/blobs/index.js";
 import type { AppContext } from "./platform/context.js";
 import { openDb } from "./platform/db/index.js";
 import { createLogger } from "./platform/logger.js";
@@ -51,7 +52,7 @@ async function serve(io: CliIo, roleOverride?: Config["role"]): Promise<void> {
   const db = await openFor(config);
   const report = await migrate(db);
   if (report.applied.length > 0) log.info({ applied: report.applied }, "migrations applied");
-  const ctx: AppContext = { config, db, log };
+  const ctx: AppContext = { config, db, log, blobs: createBlobStore(config) };
 
   const app = config.role === "worker" ? undefined : await buildApp(ctx);
   if (app) await app.listen({ port: config.port, host: config.host });

@@ -1,7 +1,23 @@
 import type { FeatureModule } from "../platform/app-types.js";
+import { attributesModule } from "./attributes/index.js";
 import { authModule } from "./auth/index.js";
+import { casesModule } from "./cases/index.js";
+import { engineModule } from "./engine/index.js";
+import { rfiModule } from "./rfi/index.js";
 import { tagsModule } from "./tags/index.js";
 import { tenantsModule } from "./tenants/index.js";
+import { webhooksModule } from "./webhooks/index.js";
+import { workflowsModule } from "./workflows/index.js";
 
 /** Every feature of the service, in the order their routes appear in the OpenAPI document. */
-export const featureModules: readonly FeatureModule[] = [tenantsModule, authModule, tagsModule];
+export const featureModules: readonly FeatureModule[] = [
+  casesModule,
+  engineModule,
+  tagsModule,
+  rfiModule,
+  attributesModule,
+  tenantsModule,
+  authModule,
+  workflowsModule,
+  webhooksModule,
+];

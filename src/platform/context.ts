@@ -1,4 +1,5 @@
 import type { Config } from "../config.js";
+import type { BlobStore } from "./blobs/index.js";
 import type { Db } from "./db/index.js";
 import type { Logger } from "./logger.js";
 
@@ -7,6 +8,7 @@ export interface AppContext {
   readonly config: Config;
   readonly db: Db;
   readonly log: Logger;
+  readonly blobs: BlobStore;
 }
 
 /** Who is acting: a partner's API key, an operator (analyst) or the workflow itself. */

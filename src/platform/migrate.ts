@@ -38,8 +38,10 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
   });
   migrations.sort((a, b) => a.version - b.version);
   migrations.forEach((m, i) => {
-    if (m.version !== i + 1)
-      throw new Error(`migrations must be numbered 1, 2, …: found ${m.version} at ${i + 1}`);
+    const previous = migrations[i - 1];
+    if (previous && previous.version === m.version) {
+      throw new Error(`two migrations are numbered ${m.version}: ${previous.name} and ${m.name}`);
+    }
   });
   return migrations;
 }

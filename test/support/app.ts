@@ -1,6 +1,10 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { buildApp } from "../../src/app.js";
 import { type Config, configWith } from "../../src/config.js";
 import type { App } from "../../src/platform/app-types.js";
+import { createBlobStore } from "../../src/platform/blobs/index.js";
 import type { AppContext } from "../../src/platform/context.js";
 import type { JobWorker } from "../../src/platform/jobs.js";
 import { createLogger } from "../../src/platform/logger.js";
@@ -20,6 +24,7 @@ export interface TestApp {
 
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return configWith({
+    dataDir: fs.mkdtempSync(path.join(os.tmpdir(), "cds-test-")),
     adminToken: ADMIN_TOKEN,
     logLevel: (process.env.CDS_TEST_LOG_LEVEL as Config["logLevel"]) ?? "silent",
     jobPollMs: 200,
@@ -31,7 +36,12 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
 export async function createTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const config = testConfig(overrides);
-  const ctx: AppContext = { config, db: database.db, log: createLogger(config.logLevel) };
+  const ctx: AppContext = {
+    config,
+    db: database.db,
+    log: createLogger(config.logLevel),
+    blobs: createBlobStore(config),
+  };
   const app = await buildApp(ctx);
   await app.ready();
   const workers: JobWorker[] = [];
@@ -48,6 +58,7 @@ export async function createTestApp(overrides: Partial<Config> = {}): Promise<Te
       for (const w of workers) await w.stop();
       await app.close();
       await database.drop();
+      fs.rmSync(config.dataDir, { recursive: true, force: true });
     },
   };
 }
