@@ -9,7 +9,12 @@ import type { App } from "./platform/app-types.js";
 import type { AppContext } from "./platform/context.js";
 import { uuid } from "./platform/crypto.js";
 import { AppError } from "./platform/errors.js";
-import { installErrorHandling, installValidators, requestIdFrom } from "./platform/http.js";
+import {
+  installErrorHandling,
+  installJsonParser,
+  installValidators,
+  requestIdFrom,
+} from "./platform/http.js";
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -34,6 +39,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     reply.header("x-request-id", request.id);
   });
   installValidators(app);
+  installJsonParser(app);
   installErrorHandling(app);
   installAuth(app, ctx);
   app.addHook("onRoute", (route) => {

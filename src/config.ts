@@ -25,6 +25,10 @@ export interface Config {
   readonly jobLeaseSeconds: number;
   /** Upper bound on how long an idle worker sleeps between queue checks when no notification wakes it. */
   readonly jobPollMs: number;
+  /** Webhook attempts in flight per process, on a worker of their own beside the general one. */
+  readonly webhookConcurrency: number;
+  /** Webhook attempts in flight per process to one endpoint (a tenant's webhook configuration). */
+  readonly webhookEndpointConcurrency: number;
   /** How far ahead of the server clock an `eventTimestamp` may be. */
   readonly maxEventSkewSeconds: number;
   /** Lifetime of an upload slot. */
@@ -152,6 +156,12 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: read(env, { name: "CDS_WORKER_CONCURRENCY", parse: integer(1, 10000) }, 32),
     jobLeaseSeconds: read(env, { name: "CDS_JOB_LEASE_SECONDS", parse: integer(1, 3600) }, 30),
     jobPollMs: read(env, { name: "CDS_JOB_POLL_MS", parse: integer(10, 60000) }, 1000),
+    webhookConcurrency: read(env, { name: "CDS_WEBHOOK_CONCURRENCY", parse: integer(1, 10000) }, 128),
+    webhookEndpointConcurrency: read(
+      env,
+      { name: "CDS_WEBHOOK_ENDPOINT_CONCURRENCY", parse: integer(1, 1000) },
+      16,
+    ),
     maxEventSkewSeconds: read(env, { name: "CDS_MAX_EVENT_SKEW_SECONDS", parse: integer(0, 86400) }, 300),
     uploadTtlSeconds: read(env, { name: "CDS_UPLOAD_TTL_SECONDS", parse: integer(10, 604800) }, 3600),
   };

@@ -9,7 +9,7 @@ import { featureModules } from "./modules/index.js";
 import { ensureStoredAdminToken, readStoredAdminToken } from "./platform/admin-token.js";
 import { createBlobStore } from "./platform/blobs/index.js";
 import type { AppContext } from "./platform/context.js";
-import { openDb } from "./platform/db/index.js";
+import { type Db, openDb } from "./platform/db/index.js";
 import { createLogger } from "./platform/logger.js";
 import { migrate } from "./platform/migrate.js";
 import { startWorker } from "./worker.js";
@@ -50,13 +50,28 @@ async function serve(io: CliIo, roleOverride?: Config["role"]): Promise<void> {
     config = Object.freeze({ ...config, adminToken: stored.token });
   }
   const db = await openFor(config);
-  const report = await migrate(db);
-  if (report.applied.length > 0) log.info({ applied: report.applied }, "migrations applied");
-  const ctx: AppContext = { config, db, log, blobs: createBlobStore(config) };
-
-  const app = config.role === "worker" ? undefined : await buildApp(ctx);
-  if (app) await app.listen({ port: config.port, host: config.host });
-  const worker = config.role === "api" ? undefined : await startWorker(ctx);
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
+  let workerDb: Db | undefined;
+  try {
+    const report = await migrate(db);
+    if (report.applied.length > 0) log.info({ applied: report.applied }, "migrations applied");
+    const ctx: AppContext = { config, db, log, blobs: createBlobStore(config) };
+    app = config.role === "worker" ? undefined : await buildApp(ctx);
+    if (app) await app.listen({ port: config.port, host: config.host });
+    if (config.role !== "api") {
+      // On PostgreSQL the workers get a pool of their own, so that a burst of background work
+      // never leaves API requests waiting for a connection.
+      workerDb = config.role === "all" && db.kind === "postgres" ? await openFor(config) : undefined;
+      worker = await startWorker(workerDb ? { ...ctx, db: workerDb } : ctx);
+    }
+  } catch (err) {
+    // A failed start (port in use, a bad migration) releases the database and its lock at once.
+    await app?.close();
+    await workerDb?.close();
+    await db.close();
+    throw err;
+  }
   log.info(
     { role: config.role, database: db.kind, env: config.env, url: app ? config.publicUrl : undefined },
     "case decisioning service started",
@@ -70,6 +85,7 @@ async function serve(io: CliIo, roleOverride?: Config["role"]): Promise<void> {
   log.info("shutting down");
   await app?.close();
   await worker?.stop();
+  await workerDb?.close();
   await db.close();
 }
 

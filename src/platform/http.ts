@@ -81,16 +81,34 @@ function sendError(
 }
 
 function validationDetails(error: FastifyError): ErrorDetail[] {
-  return (error.validation ?? []).map((v) => {
-    const where = error.validationContext ?? "body";
-    const params = v.params as { missingProperty?: string; additionalProperty?: string };
+  const where = error.validationContext ?? "body";
+  const all = (error.validation ?? []).map((v) => {
+    const params = v.params as {
+      missingProperty?: string;
+      additionalProperty?: string;
+      allowedValues?: unknown[];
+      type?: string;
+    };
     const prop = params.missingProperty ?? params.additionalProperty;
     const pointer = `${v.instancePath}${prop ? `/${prop}` : ""}`;
+    let message = v.message ?? "is invalid";
+    if (params.additionalProperty) message = "is not a known property";
+    else if (v.keyword === "required") message = "is required";
+    else if (v.keyword === "enum" && params.allowedValues) {
+      message = `must be one of: ${params.allowedValues.join(", ")}`;
+    }
     return {
       path: `${where}${pointer.replaceAll("/", ".")}`,
-      message: params.additionalProperty ? "is not a known property" : (v.message ?? "is invalid"),
+      message,
+      // A union (`T | null`) reports each branch's failure and then its own; a specific error
+      // about the same field says more than "must be null" or "must match a schema in anyOf".
+      umbrella: v.keyword === "anyOf" || (v.keyword === "type" && params.type === "null"),
     };
   });
+  const specific = all.filter((d) => !d.umbrella);
+  return all
+    .filter((d) => !d.umbrella || !specific.some((s) => s.path === d.path || s.path.startsWith(`${d.path}.`)))
+    .map(({ path, message }) => ({ path, message }));
 }
 
 export function installErrorHandling(app: FastifyInstance): void {
@@ -130,5 +148,24 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (error.code === "FST_ERR_CTP_EMPTY_JSON_BODY") message = "request body is empty; send a JSON object";
     return sendError(request, reply, status, rfiCodeFor(status), message);
+  });
+}
+
+/**
+ * JSON bodies are parsed by Fastify's own parser (prototype-poisoning safe), except that an
+ * empty body with a JSON content type reads as no body: clients often send the header on a
+ * POST without parameters (publish, remind, an action without params), and such a request is
+ * valid. Routes that need a body still answer 400 from their schema.
+ */
+export function installJsonParser(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text.trim() === "") {
+      done(null, undefined);
+      return;
+    }
+    void parse(request, text, done);
   });
 }

@@ -1,7 +1,7 @@
 import os from "node:os";
-import { sql } from "kysely";
+import { type QueryCreator, sql } from "kysely";
 import { randomBase62 } from "./crypto.js";
-import type { Db, Executor, Tx } from "./db/index.js";
+import type { Database, Db, Executor, Tx } from "./db/index.js";
 import type { Log } from "./logger.js";
 
 /**
@@ -78,26 +78,65 @@ export function defaultBackoffMs(attempt: number): number {
   return Math.min(1000 * 2 ** Math.max(0, attempt - 1), 3_600_000);
 }
 
-/** Enqueues jobs on `executor` (normally the caller's transaction) and wakes idle workers on commit. */
-export async function enqueue(executor: Executor, ...specs: JobSpec<unknown>[]): Promise<void> {
-  if (specs.length === 0) return;
-  const rows = specs.map((s) => ({
+/**
+ * The INSERT of job rows, for `enqueue` and for statements that write jobs beside other rows in
+ * one round trip (a `WITH` clause). Callers of the latter must also NOTIFY `JOBS_CHANNEL`.
+ */
+export function insertJobs(db: QueryCreator<Database>, specs: JobSpec<unknown>[]) {
+  // One statement may not touch a key twice (ON CONFLICT DO UPDATE refuses it): the first wins.
+  const keys = new Set<string>();
+  const unique = specs.filter((s) => {
+    if (s.jobKey === undefined) return true;
+    if (keys.has(s.jobKey)) return false;
+    keys.add(s.jobKey);
+    return true;
+  });
+  const rows = unique.map((s) => ({
     kind: s.kind,
     payload: JSON.stringify(s.payload),
     job_key: s.jobKey ?? null,
     run_at: s.runAt ?? sql<Date>`now()`,
     max_attempts: s.maxAttempts ?? 25,
   }));
-  await sql`
-    WITH inserted AS (
-      ${executor
-        .insertInto("jobs")
-        // biome-ignore lint/suspicious/noExplicitAny: run_at mixes Date and now() expressions
-        .values(rows as any)
-        .onConflict((oc) => oc.column("job_key").doNothing())
-        .returning("kind")}
-    )
-    SELECT pg_notify(${JOBS_CHANNEL}, '') FROM inserted LIMIT 1`.execute(executor);
+  return (
+    db
+      .insertInto("jobs")
+      // biome-ignore lint/suspicious/noExplicitAny: run_at mixes Date and now() expressions
+      .values(rows as any)
+      // A queued or running job keeps its key; one that failed for good gives it to the new job.
+      .onConflict((oc) =>
+        oc
+          .column("job_key")
+          .doUpdateSet((eb) => ({
+            kind: eb.ref("excluded.kind"),
+            payload: eb.ref("excluded.payload"),
+            run_at: eb.ref("excluded.run_at"),
+            max_attempts: eb.ref("excluded.max_attempts"),
+            attempts: 0,
+            locked_by: null,
+            locked_at: null,
+            last_error: null,
+            failed_at: null,
+            created_at: sql<Date>`now()`,
+          }))
+          .where("jobs.failed_at", "is not", null),
+      )
+      .returning("id")
+  );
+}
+
+/** `pg_notify` of the jobs channel, to select from a statement that inserted jobs. */
+export const notifyJobs = sql<string>`pg_notify(${JOBS_CHANNEL}, '')`;
+
+/** Enqueues jobs on `executor` (normally the caller's transaction) and wakes idle workers on commit. */
+export async function enqueue(executor: Executor, ...specs: JobSpec<unknown>[]): Promise<void> {
+  if (specs.length === 0) return;
+  await executor
+    .with("inserted", (db) => insertJobs(db, specs))
+    .selectFrom("inserted")
+    .select(notifyJobs.as("notified"))
+    .limit(1)
+    .execute();
 }
 
 export interface WorkerOptions {
@@ -126,6 +165,8 @@ export class JobWorker {
   readonly #running = new Map<number, Promise<void>>();
   #stopped = true;
   #wake: (() => void) | undefined;
+  /** Set by a wake-up that came while the loop was not asleep (a NOTIFY during a claim). */
+  #wokenAwake = false;
   #loop: Promise<void> | undefined;
   #unlisten: (() => Promise<void>) | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
@@ -158,7 +199,6 @@ export class JobWorker {
     this.#stopped = true;
     this.#wakeUp();
     await this.#loop;
-    clearInterval(this.#heartbeat);
     await this.#unlisten?.();
     const timeout = this.options.stopTimeoutMs ?? 10_000;
     let timer: NodeJS.Timeout | undefined;
@@ -169,16 +209,20 @@ export class JobWorker {
       }),
     ]);
     clearTimeout(timer);
+    // Only now: a job still running while we wait must keep its lease, or another worker runs it too.
+    clearInterval(this.#heartbeat);
   }
 
   #wakeUp(): void {
     const wake = this.#wake;
     this.#wake = undefined;
-    wake?.();
+    if (wake) wake();
+    else this.#wokenAwake = true;
   }
 
   async #run(): Promise<void> {
     while (!this.#stopped) {
+      this.#wokenAwake = false;
       const free = this.options.concurrency - this.#running.size;
       let sleepMs = this.options.pollMs;
       if (free > 0) {
@@ -193,6 +237,8 @@ export class JobWorker {
         if (claimed.length === 0) sleepMs = await this.#untilNextDue().catch(() => this.options.pollMs);
       }
       if (this.#stopped) break;
+      // A job committed while we were claiming may not have been visible to the claim.
+      if (this.#wokenAwake) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, sleepMs);
         this.#wake = () => {
@@ -319,8 +365,13 @@ export class JobWorker {
   #renewLeases(): void {
     if (this.#running.size === 0) return;
     const ids = [...this.#running.keys()];
+    // A transactional job's row is locked by its own open transaction until it ends (and no claim
+    // can take a locked row): waiting for that lock would hold back every other renewal here.
     sql`UPDATE jobs SET run_at = now() + make_interval(secs => ${this.options.leaseSeconds})
-        WHERE locked_by = ${this.id} AND id = ANY(${ids})`
+        WHERE id IN (
+          SELECT id FROM jobs WHERE locked_by = ${this.id} AND id = ANY(${ids})
+          FOR UPDATE SKIP LOCKED
+        )`
       .execute(this.db.root)
       .catch((err) => this.options.logger.warn({ err }, "renewing job leases failed"));
   }

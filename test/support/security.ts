@@ -66,7 +66,8 @@ export function securityTests(harness: () => TestApp, endpoint: SecuredEndpoint)
       headers: others.headers,
     });
     expect(res.statusCode).toBe(403);
-    expect(res.json().error).toMatch(endpoint.scope);
+    // RFIError bodies carry the code in `error` and the sentence in `message`.
+    expect(res.json().message ?? res.json().error).toMatch(endpoint.scope);
   });
 
   if (endpoint.ownsResource !== false) {

@@ -1,11 +1,12 @@
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { type CliContext, list } from "../../cli/context.js";
 import { SCOPES } from "./scopes.js";
 
-function rateLimit(value: string): { perSecond: number; burst: number } | null {
-  if (value === "unlimited") return null;
+// Commander replaces an option value of null with "", so "unlimited" stays a word until the body is built.
+function rateLimit(value: string): { perSecond: number; burst: number } | "unlimited" {
+  if (value === "unlimited") return value;
   const match = /^(\d+(?:\.\d+)?)(?::(\d+))?$/.exec(value);
-  if (!match) throw new Error(`expected <perSecond>[:<burst>] or "unlimited", got "${value}"`);
+  if (!match) throw new InvalidArgumentError(`expected <perSecond>[:<burst>] or "unlimited", got "${value}"`);
   const perSecond = Number(match[1]);
   return { perSecond, burst: match[2] ? Number(match[2]) : Math.max(1, Math.ceil(perSecond * 2)) };
 }
@@ -26,7 +27,7 @@ export function apiKeysCli(program: Command, cli: CliContext): void {
         scopes: string[];
         name: string;
         expiresAt?: string;
-        rateLimit?: { perSecond: number; burst: number } | null;
+        rateLimit?: { perSecond: number; burst: number } | "unlimited";
       }) => {
         const created = await cli
           .client()
@@ -34,7 +35,9 @@ export function apiKeysCli(program: Command, cli: CliContext): void {
             name: opts.name,
             scopes: opts.scopes,
             ...(opts.expiresAt ? { expiresAt: opts.expiresAt } : {}),
-            ...(opts.rateLimit !== undefined ? { rateLimit: opts.rateLimit } : {}),
+            ...(opts.rateLimit !== undefined
+              ? { rateLimit: opts.rateLimit === "unlimited" ? null : opts.rateLimit }
+              : {}),
           });
         cli.print(created);
         cli.note("Store the key now: it is shown this once and cannot be recovered.");

@@ -33,12 +33,15 @@ export function apiKeysRoutes(app: App, ctx: AppContext): void {
         tags: ["operator: API keys"],
         summary: "Create an API key; its value is in this answer and never again",
         params: TenantParams,
-        body: Type.Object({
-          name: Type.String({ minLength: 1, maxLength: 200 }),
-          scopes: Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { minItems: 1 }),
-          expiresAt: Type.Optional(Type.Union([Type.String({ format: "date-time" }), Type.Null()])),
-          rateLimit: Type.Optional(Type.Union([RateLimit, Type.Null()])),
-        }),
+        body: Type.Object(
+          {
+            name: Type.String({ minLength: 1, maxLength: 200 }),
+            scopes: Type.Array(Type.Enum([...SCOPES]), { minItems: 1 }),
+            expiresAt: Type.Optional(Type.Union([Type.String({ format: "date-time" }), Type.Null()])),
+            rateLimit: Type.Optional(Type.Union([RateLimit, Type.Null()])),
+          },
+          { additionalProperties: false },
+        ),
         response: { 201: Type.Intersect([ApiKey, Type.Object({ key: Type.String() })]) },
       },
     },

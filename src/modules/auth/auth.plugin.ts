@@ -37,7 +37,8 @@ export function installAuth(app: FastifyInstance, ctx: AppContext): void {
     if (config?.admin) {
       const header = request.headers.authorization;
       const token = ctx.config.adminToken;
-      const presented = header?.startsWith("Bearer ") ? header.slice(7) : undefined;
+      // The scheme is case-insensitive (RFC 9110 section 11.1); the token is not.
+      const presented = header && /^bearer /i.test(header) ? header.slice(7) : undefined;
       if (!token || !presented || !safeEqual(presented, token)) {
         throw new AppError(
           "unauthorized",

@@ -103,7 +103,7 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
         summary: "Add a tag option to a tenant's vocabulary, or enable or disable one",
         description: "Disabling an option stops new uses; tags already on cases stay.",
         params: Type.Object({ tenantId: Type.String(), tag: Type.String() }),
-        body: Type.Object({ enabled: Type.Boolean() }),
+        body: Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false }),
         response: { 200: TagOption },
       },
     },

@@ -17,7 +17,10 @@ export function tenantsRoutes(app: App, ctx: AppContext): void {
       schema: {
         tags: ["operator: tenants"],
         summary: "Create a tenant",
-        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }),
+        body: Type.Object(
+          { name: Type.String({ minLength: 1, maxLength: 200 }) },
+          { additionalProperties: false },
+        ),
         response: { 201: Tenant },
       },
     },

@@ -66,6 +66,8 @@ export async function openDb(options: DbOptions): Promise<Db> {
       max: options.poolSize ?? 10,
       application_name: options.applicationName ?? "cds",
       types: pgTypes,
+      // Without it a query waits forever for a server that does not answer (readiness included).
+      connectionTimeoutMillis: 10_000,
     });
     // An idle client that errors (server restart) must not crash the process; the pool drops it.
     pool.on("error", () => {});

@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { PGlite } from "@electric-sql/pglite";
 import {
   CompiledQuery,
@@ -68,6 +69,10 @@ class PGliteDriver implements Driver {
   async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
+    // PGlite runs in this thread and resolves through microtasks only: a busy worker could
+    // chain queries forever without timers or sockets getting a turn. Yielding to the event
+    // loop before each use keeps the HTTP server, timers and lease renewals alive.
+    await yieldToEventLoop();
     this.#release = await this.#lock.acquire();
     return this.#connection;
   }

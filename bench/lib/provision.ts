@@ -1,0 +1,43 @@
+import { SCOPES, type Scope } from "../../src/modules/auth/scopes.js";
+
+export interface PartnerOptions {
+  name?: string;
+  /** Default: every scope. */
+  scopes?: readonly Scope[];
+  /** Default null: unlimited, so that the rate limit never shapes a measurement. */
+  rateLimit?: { perSecond: number; burst: number } | null;
+  /** Tag options to enable in the tenant's vocabulary. */
+  tags?: string[];
+}
+
+export interface Partner {
+  tenantId: string;
+  keyId: string;
+  key: string;
+  /** `{ "x-api-key": key }`, ready for a request. */
+  headers: Record<string, string>;
+}
+
+type Admin = <T>(method: string, path: string, body?: unknown) => Promise<T>;
+
+/** Provisions a partner through the operator API, as an operator would. */
+export async function provisionPartner(admin: Admin, options: PartnerOptions = {}): Promise<Partner> {
+  const tenant = await admin<{ tenantId: string }>("POST", "/admin/tenants", {
+    name: options.name ?? "Bench Bank",
+  });
+  const key = await admin<{ keyId: string; key: string }>(
+    "POST",
+    `/admin/tenants/${tenant.tenantId}/api-keys`,
+    {
+      name: "bench",
+      scopes: options.scopes ?? SCOPES,
+      rateLimit: options.rateLimit === undefined ? null : options.rateLimit,
+    },
+  );
+  for (const tag of options.tags ?? []) {
+    await admin("PUT", `/admin/tenants/${tenant.tenantId}/tag-options/${encodeURIComponent(tag)}`, {
+      enabled: true,
+    });
+  }
+  return { tenantId: tenant.tenantId, keyId: key.keyId, key: key.key, headers: { "x-api-key": key.key } };
+}

@@ -1,0 +1,122 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { OperatorClient } from "../../src/cli/client.js";
+import { randomBase62 } from "../../src/platform/crypto.js";
+import { type Db, openDb } from "../../src/platform/db/index.js";
+import { createDatabase } from "./database.js";
+import { provisionPartner } from "./provision.js";
+import type { BenchServer, ServerOptions } from "./types.js";
+
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+}
+
+/** Starts `node --import tsx src/main.ts serve` and resolves once it listens and is ready. */
+async function launch(env: Record<string, string>, log: (message: string) => void): Promise<Running> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", CDS_LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      const match = /"msg":"Server listening at (http:\/\/[^"]+)"/.exec(output);
+      if (match) {
+        child.stdout?.off("data", onData);
+        resolve(match[1] as string);
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+    });
+    child.once("exit", (code, signal) =>
+      reject(new Error(`the service exited (${code ?? signal}) before listening:\n${output.slice(-4000)}`)),
+    );
+  });
+  // Keep reading so that a full pipe never blocks the service.
+  child.stdout?.resume();
+  child.stderr?.resume();
+  for (let i = 0; ; i++) {
+    const res = await fetch(`${url}/ready`).catch(() => undefined);
+    if (res?.status === 200) break;
+    if (i > 300) throw new Error(`the service at ${url} did not become ready`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  log(`service ready at ${url} (pid ${child.pid})`);
+  return { child, url };
+}
+
+async function terminate(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** The service on a fresh PostgreSQL database of its own, or on a fresh embedded one. */
+export async function startServer(
+  options: ServerOptions & { usePostgres: boolean },
+  log: (message: string) => void,
+): Promise<BenchServer> {
+  const adminToken = `bench_admin_${randomBase62(32)}`;
+  const database = options.usePostgres ? await createDatabase() : undefined;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-bench-"));
+  const env: Record<string, string> = {
+    DATABASE_URL: database?.url ?? "",
+    CDS_DATA_DIR: dataDir,
+    CDS_ADMIN_TOKEN: adminToken,
+    ...options.env,
+  };
+  let running: Running | undefined = await launch(env, log);
+  let ownDb: Db | undefined;
+
+  const server: BenchServer = {
+    get url() {
+      if (!running) throw new Error("the service is not running");
+      return running.url;
+    },
+    adminToken,
+    database: database ? "postgres" : "pglite",
+    databaseUrl: database?.url,
+    admin<T>(method: string, apiPath: string, body?: unknown): Promise<T> {
+      return new OperatorClient(server.url, adminToken).request<T>(method, apiPath, body);
+    },
+    partner: (partnerOptions) => provisionPartner((m, p, b) => server.admin(m, p, b), partnerOptions),
+    async withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+      if (database) {
+        ownDb ??= await openDb({ databaseUrl: database.url, poolSize: 4 });
+        return fn(ownDb);
+      }
+      // The embedded database belongs to one process at a time.
+      if (running) await terminate(running.child);
+      running = undefined;
+      const db = await openDb({ dataDir });
+      try {
+        return await fn(db);
+      } finally {
+        await db.close();
+        running = await launch(env, log);
+      }
+    },
+    async stop() {
+      if (running) await terminate(running.child);
+      running = undefined;
+      await ownDb?.close();
+      ownDb = undefined;
+      await database?.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return server;
+}

@@ -1,0 +1,284 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DataDirInUseError } from "../src/platform/db/dir-lock.js";
+import { NestedQueryError } from "../src/platform/db/guard.js";
+import { type Db, isUniqueViolation, openDb } from "../src/platform/db/index.js";
+import { runTs } from "./support/children/process.js";
+import { createTestDatabase, SERVER_URL, type TestDatabase } from "./support/db.js";
+
+let database: TestDatabase;
+let db: Db;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = database.db;
+  await sql`CREATE TABLE race_rows (label text NOT NULL)`.execute(db.root);
+  await sql`
+    CREATE TABLE typed_values (
+      id       int8 PRIMARY KEY,
+      amount   numeric(20, 4),
+      day      date,
+      doc      jsonb,
+      plain    json,
+      labels   text[],
+      counts   int8[],
+      at       timestamptz,
+      raw      bytea
+    )`.execute(db.root);
+});
+
+afterAll(async () => {
+  await database.drop();
+});
+
+async function labels(): Promise<string[]> {
+  const result = await sql<{ label: string }>`SELECT label FROM race_rows ORDER BY label`.execute(db.root);
+  return result.rows.map((r) => r.label);
+}
+
+describe("transactions", () => {
+  it("never lets a concurrent COMMIT commit the row of a transaction that rolls back", async () => {
+    await sql`DELETE FROM race_rows`.execute(db.root);
+    for (let round = 0; round < 5; round++) {
+      let otherCommitted!: () => void;
+      const committed = new Promise<void>((resolve) => {
+        otherCommitted = resolve;
+      });
+      // Both start at once; the doomed one holds its row until the other has committed (on
+      // PostgreSQL) or for a moment (on the embedded database, where the other must wait).
+      const doomed = db.transaction(async (tx) => {
+        await sql`INSERT INTO race_rows (label) VALUES (${`doomed-${round}`})`.execute(tx);
+        await Promise.race([committed, delay(100)]);
+        throw new Error("roll back");
+      });
+      const kept = db
+        .transaction(async (tx) => {
+          await sql`INSERT INTO race_rows (label) VALUES (${`kept-${round}`})`.execute(tx);
+        })
+        .then(otherCommitted);
+      await expect(doomed).rejects.toThrow("roll back");
+      await kept;
+    }
+    expect(await labels()).toEqual(["kept-0", "kept-1", "kept-2", "kept-3", "kept-4"]);
+  });
+
+  it("never shows a transaction's uncommitted row to a query outside it", async () => {
+    await sql`DELETE FROM race_rows`.execute(db.root);
+    let inserted!: () => void;
+    const rowWritten = new Promise<void>((resolve) => {
+      inserted = resolve;
+    });
+    const doomed = db.transaction(async (tx) => {
+      await sql`INSERT INTO race_rows (label) VALUES ('uncommitted')`.execute(tx);
+      inserted();
+      await delay(50);
+      throw new Error("roll back");
+    });
+    await rowWritten;
+    const seen = await labels();
+    await expect(doomed).rejects.toThrow("roll back");
+    expect(seen).toEqual([]);
+    expect(await labels()).toEqual([]);
+  });
+
+  it("commits the writes of many interleaved transactions exactly when each commits", async () => {
+    await sql`DELETE FROM race_rows`.execute(db.root);
+    await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) =>
+        db.transaction(async (tx) => {
+          await sql`INSERT INTO race_rows (label) VALUES (${`row-${String(i).padStart(2, "0")}`})`.execute(
+            tx,
+          );
+          await delay(i % 3);
+          if (i % 2 === 1) throw new Error("odd rows roll back");
+        }),
+      ),
+    );
+    expect(await labels()).toEqual(
+      Array.from({ length: 10 }, (_, i) => `row-${String(i * 2).padStart(2, "0")}`),
+    );
+  });
+
+  it("refuses a query on the root executor inside a transaction with NestedQueryError", async () => {
+    await sql`DELETE FROM race_rows`.execute(db.root);
+    const attempt = db.transaction(async (tx) => {
+      await sql`INSERT INTO race_rows (label) VALUES ('inside')`.execute(tx);
+      await sql`SELECT 1`.execute(db.root);
+    });
+    await expect(attempt).rejects.toBeInstanceOf(NestedQueryError);
+    await expect(db.transaction(() => db.transaction(async () => {}))).rejects.toBeInstanceOf(
+      NestedQueryError,
+    );
+    // The refused transaction rolled back and gave its connection back.
+    expect(await labels()).toEqual([]);
+    const after = await db.transaction((tx) => sql<{ one: number }>`SELECT 1 AS one`.execute(tx));
+    expect(after.rows).toEqual([{ one: 1 }]);
+  });
+});
+
+describe("values", () => {
+  it("reads int8, numeric, date, json, arrays, timestamptz and bytea back identically on both drivers", async () => {
+    await sql`
+      INSERT INTO typed_values (id, amount, day, doc, plain, labels, counts, at, raw)
+      VALUES (
+        ${9_007_199_254_740_991}, ${"12.5"}, ${"2024-02-29"},
+        ${JSON.stringify({ nested: { list: [1, "two", null, true] }, big: 1.5e300 })}::jsonb,
+        ${JSON.stringify({ keep: "order", a: 1 })}::json,
+        ${["plain", "with,comma", 'with "quotes"', "with {braces}", "", "NULL"]},
+        ${[0, -1, 9_007_199_254_740_991]},
+        ${new Date("2024-01-02T03:04:05.678Z")},
+        ${Buffer.from([0, 1, 254, 255])}
+      )`.execute(db.root);
+    const row = await sql`SELECT * FROM typed_values WHERE id = ${9_007_199_254_740_991}`.execute(db.root);
+    expect(row.rows).toEqual([
+      {
+        id: 9_007_199_254_740_991,
+        amount: "12.5000",
+        day: "2024-02-29",
+        doc: { big: 1.5e300, nested: { list: [1, "two", null, true] } },
+        plain: { keep: "order", a: 1 },
+        labels: ["plain", "with,comma", 'with "quotes"', "with {braces}", "", "NULL"],
+        counts: [0, -1, 9_007_199_254_740_991],
+        at: new Date("2024-01-02T03:04:05.678Z"),
+        raw: Buffer.from([0, 1, 254, 255]),
+      },
+    ]);
+  });
+
+  it("reads computed values the same way: count, sums, literal arrays and NULLs", async () => {
+    const result = await sql`
+      SELECT count(*) AS n,
+             sum(x) AS total,
+             avg(x) AS mean,
+             '{}'::text[] AS empty,
+             ARRAY['2020-01-01', NULL]::date[] AS days,
+             ARRAY[1.50, 2]::numeric[] AS amounts,
+             NULL::int8 AS nothing,
+             ARRAY[[1, 2], [3, 4]]::int8[] AS matrix
+      FROM (VALUES (1::int8), (2::int8), (4::int8)) AS t(x)`.execute(db.root);
+    expect(result.rows).toEqual([
+      {
+        n: 3,
+        total: "7",
+        mean: "2.3333333333333333",
+        empty: [],
+        days: ["2020-01-01", null],
+        amounts: ["1.50", "2"],
+        nothing: null,
+        matrix: [
+          [1, 2],
+          [3, 4],
+        ],
+      },
+    ]);
+  });
+
+  it("refuses an int8 beyond 2^53 instead of rounding it, and keeps working", async () => {
+    for (const query of [
+      sql`SELECT 9007199254740993::int8 AS x`,
+      sql`SELECT ARRAY[9007199254740993]::int8[] AS x`,
+      sql`SELECT -9007199254740993::int8 AS x`,
+    ]) {
+      await expect(query.execute(db.root)).rejects.toThrow(/int8 value -?9007199254740993 is outside/);
+    }
+    const ok = await sql`SELECT 9007199254740991::int8 AS x`.execute(db.root);
+    expect(ok.rows).toEqual([{ x: 9_007_199_254_740_991 }]);
+  });
+});
+
+describe("errors", () => {
+  it("recognises unique violations, by constraint too, and nothing else", async () => {
+    const id = "00000000-0000-4000-8000-00000000abcd";
+    await sql`INSERT INTO tenants (id, name) VALUES (${id}, 'first')`.execute(db.root);
+    const duplicate = await sql`INSERT INTO tenants (id, name) VALUES (${id}, 'second')`
+      .execute(db.root)
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    expect(isUniqueViolation(duplicate)).toBe(true);
+    expect(isUniqueViolation(duplicate, "tenants_pkey")).toBe(true);
+    expect(isUniqueViolation(duplicate, "api_keys_hash")).toBe(false);
+
+    const foreignKey = await sql`
+      INSERT INTO tag_options (tenant_id, tag, enabled)
+      VALUES ('00000000-0000-4000-8000-00000000ffff', 'x', true)`
+      .execute(db.root)
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    expect(foreignKey).toMatchObject({ code: "23503" });
+    expect(isUniqueViolation(foreignKey)).toBe(false);
+    expect(isUniqueViolation(new Error("duplicate"))).toBe(false);
+    expect(isUniqueViolation(null)).toBe(false);
+  });
+});
+
+// About the embedded database only: the PostgreSQL run of the suite leaves it to the embedded one.
+describe.skipIf(SERVER_URL)("the embedded database's directory", () => {
+  const dirs: string[] = [];
+  function freshDir(): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-lock-"));
+    dirs.push(dir);
+    return dir;
+  }
+  afterAll(() => {
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("makes a second process on the same directory fail at once, naming the process that holds it", async () => {
+    const dir = freshDir();
+    const held = await openDb({ dataDir: dir });
+    try {
+      const second = runTs("test/support/children/open-data-dir.ts", [dir]);
+      expect(await second.exited).toBe(3);
+      expect(second.stdout()).toBe("");
+      expect(second.stderr()).toContain(`already in use by process ${process.pid}`);
+      expect(second.stderr()).toContain("CDS_DATA_DIR");
+      // The holder is unharmed.
+      expect((await sql`SELECT 1 AS one`.execute(held.root)).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await held.close();
+    }
+    expect(fs.existsSync(path.join(dir, "cds.lock"))).toBe(false);
+  });
+
+  it("refuses a second open of the same directory within one process", async () => {
+    const dir = freshDir();
+    const held = await openDb({ dataDir: dir });
+    try {
+      await expect(openDb({ dataDir: dir })).rejects.toBeInstanceOf(DataDirInUseError);
+      await expect(openDb({ dataDir: dir })).rejects.toThrow("already in use by this process");
+    } finally {
+      await held.close();
+    }
+  });
+
+  it("takes over the lock of a process that was killed, keeping the data it committed", async () => {
+    const dir = freshDir();
+    const setup = await openDb({ dataDir: dir });
+    await sql`CREATE TABLE survivors (name text)`.execute(setup.root);
+    await sql`INSERT INTO survivors VALUES ('before the crash')`.execute(setup.root);
+    await setup.close();
+
+    const holder = runTs("test/support/children/open-data-dir.ts", [dir, "hold"]);
+    await holder.line(/^opened by \d+$/);
+    expect(fs.readFileSync(path.join(dir, "cds.lock"), "utf8")).toBe(String(holder.pid));
+    holder.kill("SIGKILL");
+    expect(await holder.exited).toBe("SIGKILL");
+
+    const next = await openDb({ dataDir: dir });
+    try {
+      expect(fs.readFileSync(path.join(dir, "cds.lock"), "utf8")).toBe(String(process.pid));
+      const rows = await sql`SELECT name FROM survivors`.execute(next.root);
+      expect(rows.rows).toEqual([{ name: "before the crash" }]);
+    } finally {
+      await next.close();
+    }
+  });
+});
