@@ -141,7 +141,10 @@ export class ExpressionError extends Error {
 
 export interface CompiledExpression {
   readonly source: string;
-  /** Evaluates against the variables; throws ExpressionError. Values come back as plain JSON. */
+  /**
+   * Evaluates against the variables; throws ExpressionError. Values come back as plain JSON.
+   * An information request's `to`, `subject` and `body` always give strings (else ExpressionError).
+   */
   evaluate(variables: ExpressionVariables): unknown;
 }
 
@@ -224,6 +227,9 @@ export interface CompiledWorkflow {
   readonly definition: WorkflowDefinition;
   readonly start: string;
   readonly nodes: ReadonlyMap<string, CompiledNode>;
-  /** Checks a case payload against `inputSchema`: the failing paths, empty when valid. */
+  /**
+   * Checks a case payload against `inputSchema`: every failing path, relative to the submission
+   * body (`payload.amount`, `payload.items[0].sku`); empty when valid.
+   */
   validatePayload(payload: unknown): ErrorDetail[];
 }

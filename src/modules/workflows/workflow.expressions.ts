@@ -1,0 +1,256 @@
+import { Environment, type ParseResult } from "@marcbachmann/cel-js";
+import {
+  type CompiledCondition,
+  type CompiledExpression,
+  type CompiledOutput,
+  ExpressionError,
+  type ExpressionVariables,
+} from "./workflow.types.js";
+
+/**
+ * CEL as workflows use it (docs/workflows.md, "Expressions").
+ *
+ * Numbers: a JSON number (every number in payload, subject, metadata, customer attributes and
+ * node outputs) is a CEL `double`, as in CEL's own JSON mapping, whatever its digits: 1500 and
+ * 1500.5 behave alike, so a rule never depends on whether a partner sent a fraction. CEL
+ * compares int and double naturally (`payload.amount > 1000`, `payload.n == 3`); this
+ * environment also defines `+ - * /` between int and double (the result is a double), which
+ * plain CEL refuses, so that `payload.amount * 2 > 3000` and `payload.amount + 100` work.
+ * Integer literals among themselves keep CEL's int arithmetic (`7 / 2 == 3`).
+ *
+ * Results come back as plain JSON: ints as numbers (refused beyond ±2^53), maps as objects,
+ * timestamps as RFC 3339 strings; bytes, durations, types and non-finite doubles are
+ * expression errors.
+ */
+
+const environment = new Environment({ homogeneousAggregateLiterals: false })
+  .registerVariable("payload", "map", { description: "The case payload" })
+  .registerVariable("subject", "map", { description: "The case subject" })
+  .registerVariable("metadata", "map", { description: "The case metadata" })
+  .registerVariable({
+    name: "case",
+    schema: { id: "string", type: "string", externalCustomerId: "dyn" },
+    description: "The case: id, type and externalCustomerId (a string or null)",
+  })
+  .registerVariable({
+    name: "customer",
+    schema: { attributes: "map" },
+    description: "The customer of the case's external customer id",
+  })
+  .registerVariable("nodes", "map", { description: "The output of every finished node, by node id" });
+
+const MIXED: Record<string, (a: number, b: number) => number> = {
+  "+": (a, b) => a + b,
+  "-": (a, b) => a - b,
+  "*": (a, b) => a * b,
+  "/": (a, b) => a / b,
+};
+for (const [op, apply] of Object.entries(MIXED)) {
+  environment.registerOperator(`double ${op} int: double`, (a: number, b: bigint) => apply(a, Number(b)));
+  environment.registerOperator(`int ${op} double: double`, (a: bigint, b: number) => apply(Number(a), b));
+}
+
+/** What an expression must produce where it stands. */
+export type ExpressionKind = "condition" | "string" | "value";
+
+/** Static types that no JSON value has. */
+const NOT_JSON = /\b(bytes|google\.protobuf\.Duration|type|optional)\b/;
+
+export type CheckedExpression =
+  | { ok: true; program: ParseResult; type: string; nodeRefs: string[] }
+  | { ok: false; message: string };
+
+function located(summary: string, range: { start: number } | undefined): string {
+  return range ? `${summary} (at character ${range.start + 1})` : summary;
+}
+
+/** Parses and type-checks an expression against the declared variables. */
+export function checkExpression(source: string, kind: ExpressionKind): CheckedExpression {
+  let program: ParseResult;
+  try {
+    program = environment.parse(source);
+  } catch (err) {
+    const e = err as { summary?: string; message: string; range?: { start: number } };
+    return { ok: false, message: `does not compile: ${located(e.summary ?? e.message, e.range)}` };
+  }
+  const checked = program.check();
+  if (!checked.valid || !checked.type) {
+    const e = checked.error;
+    return {
+      ok: false,
+      message: `does not type-check: ${e ? located(e.summary ?? e.message, e.range) : "unknown type"}`,
+    };
+  }
+  const type = checked.type;
+  if (kind === "condition" && type !== "bool" && type !== "dyn") {
+    return { ok: false, message: `must be a boolean condition, but its type is ${type}` };
+  }
+  if (kind === "string" && type !== "string" && type !== "dyn") {
+    return { ok: false, message: `must be a string, but its type is ${type}` };
+  }
+  if (NOT_JSON.test(type)) {
+    return { ok: false, message: `has type ${type}, which has no JSON form; convert it with string()` };
+  }
+  return { ok: true, program, type, nodeRefs: nodeReferences(program.ast) };
+}
+
+interface AstLike {
+  op: string;
+  args: unknown;
+}
+
+function isAst(value: unknown): value is AstLike {
+  return typeof value === "object" && value !== null && typeof (value as AstLike).op === "string";
+}
+
+/** The node ids an expression reads as `nodes.<id>` or `nodes["<id>"]`. */
+function nodeReferences(ast: unknown): string[] {
+  const found = new Set<string>();
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) {
+      for (const v of value) visit(v);
+      return;
+    }
+    if (!isAst(value)) return;
+    const args = value.args;
+    if (Array.isArray(args) && isAst(args[0]) && args[0].op === "id" && args[0].args === "nodes") {
+      if ((value.op === "." || value.op === ".?") && typeof args[1] === "string") found.add(args[1]);
+      if ((value.op === "[]" || value.op === "[?]") && isAst(args[1]) && args[1].op === "value") {
+        if (typeof args[1].args === "string") found.add(args[1].args);
+      }
+    }
+    visit(args);
+  };
+  visit(ast);
+  return [...found];
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (typeof value === "object" && value !== null) return value.constructor?.name ?? "object";
+  return typeof value;
+}
+
+function setKey(target: Record<string, unknown>, key: string, value: unknown): void {
+  // A CEL map may carry "__proto__" as an ordinary key; it must stay data.
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/** A CEL value as plain JSON; throws for what JSON cannot hold. */
+export function toJson(value: unknown): unknown {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      if (!Number.isFinite(value)) throw new Error(`the result ${value} is not a finite number`);
+      return value;
+    case "bigint":
+      if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) {
+        throw new Error(`the integer ${value} is beyond ±2^53, which JSON numbers do not hold exactly`);
+      }
+      return Number(value);
+  }
+  if (value === null) return null;
+  if (Array.isArray(value)) return value.map(toJson);
+  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Map) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of value) {
+      if (typeof k !== "string") throw new Error(`a map key ${String(k)} is not a string`);
+      setKey(out, k, toJson(v));
+    }
+    return out;
+  }
+  if (typeof value === "object") {
+    const proto = Object.getPrototypeOf(value);
+    if (proto === Object.prototype || proto === null) {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(value)) setKey(out, k, toJson(v));
+      return out;
+    }
+    // An unsigned int (`1u`) is an object around a bigint.
+    const primitive = (value as { valueOf(): unknown }).valueOf();
+    if (typeof primitive === "bigint") return toJson(primitive);
+  }
+  throw new Error(`a ${describe(value)} value has no JSON form; convert it with string()`);
+}
+
+function failure(err: unknown): string {
+  const e = err as { summary?: string; message?: string };
+  return e.summary ?? e.message ?? String(err);
+}
+
+function program(source: string, kind: ExpressionKind): ParseResult {
+  const checked = checkExpression(source, kind);
+  if (!checked.ok) throw new Error(`expression \`${source}\` ${checked.message}`);
+  return checked.program;
+}
+
+export function compileExpression(nodeId: string, source: string): CompiledExpression {
+  const run = program(source, "value");
+  return {
+    source,
+    evaluate(variables: ExpressionVariables): unknown {
+      try {
+        return toJson(run(variables as unknown as Record<string, unknown>));
+      } catch (err) {
+        throw new ExpressionError(nodeId, source, failure(err));
+      }
+    },
+  };
+}
+
+/** An expression that must give a string (an information request's `to`, `subject`, `body`). */
+export function compileText(nodeId: string, source: string): CompiledExpression {
+  const run = program(source, "string");
+  return {
+    source,
+    evaluate(variables: ExpressionVariables): string {
+      let result: unknown;
+      try {
+        result = run(variables as unknown as Record<string, unknown>);
+      } catch (err) {
+        throw new ExpressionError(nodeId, source, failure(err));
+      }
+      if (typeof result !== "string") {
+        throw new ExpressionError(nodeId, source, `the expression gave ${describe(result)}, not a string`);
+      }
+      return result;
+    },
+  };
+}
+
+export function compileCondition(nodeId: string, source: string): CompiledCondition {
+  const run = program(source, "condition");
+  return {
+    source,
+    test(variables: ExpressionVariables): boolean {
+      let result: unknown;
+      try {
+        result = run(variables as unknown as Record<string, unknown>);
+      } catch (err) {
+        throw new ExpressionError(nodeId, source, failure(err));
+      }
+      if (typeof result !== "boolean") {
+        throw new ExpressionError(nodeId, source, `the condition gave ${describe(result)}, not a boolean`);
+      }
+      return result;
+    },
+  };
+}
+
+export function compileOutput(nodeId: string, entries: Record<string, string> | undefined): CompiledOutput {
+  const compiled = Object.entries(entries ?? {}).map(([key, source]) => ({
+    key,
+    expression: compileExpression(nodeId, source),
+  }));
+  return {
+    keys: compiled.map((c) => c.key),
+    evaluate(variables: ExpressionVariables): Record<string, unknown> {
+      const out: Record<string, unknown> = {};
+      for (const { key, expression } of compiled) setKey(out, key, expression.evaluate(variables));
+      return out;
+    },
+  };
+}

@@ -1,0 +1,221 @@
+import type { AppContext } from "../../platform/context.js";
+import type { Executor } from "../../platform/db/index.js";
+import { AppError, notFound } from "../../platform/errors.js";
+import { requireTenant } from "../tenants/tenants.service.js";
+import { compileWorkflow, type VersionKey } from "./workflow.compiler.js";
+import { PATTERN_MESSAGES, WORKFLOW_ID_PATTERN } from "./workflow.schema.js";
+import type { CompiledWorkflow, WorkflowDefinition } from "./workflow.types.js";
+import { validateDefinition } from "./workflow.validator.js";
+import {
+  findSubmissionTarget,
+  findVersion,
+  insertVersion,
+  listVersions,
+  listWorkflows,
+  markPublished,
+  setCurrentVersion,
+  takeNextVersion,
+} from "./workflows.repo.js";
+
+const WORKFLOW_ID = new RegExp(WORKFLOW_ID_PATTERN);
+
+/** The largest version number PostgreSQL's integer holds. */
+const MAX_VERSION = 2_147_483_647;
+
+export interface CreatedVersionView {
+  workflowId: string;
+  version: number;
+  createdAt: string;
+}
+
+export interface PublishedVersionView {
+  workflowId: string;
+  version: number;
+  publishedAt: string;
+  current: true;
+}
+
+export interface WorkflowView {
+  workflowId: string;
+  currentVersion: number | null;
+  versions: Array<{ version: number; createdAt: string; publishedAt: string | null }>;
+}
+
+export interface VersionView {
+  workflowId: string;
+  version: number;
+  createdAt: string;
+  publishedAt: string | null;
+  current: boolean;
+  definition: Record<string, unknown>;
+}
+
+/**
+ * Creates the next version of a workflow (the workflow itself on its first version) from a
+ * definition checked in full first: a refused definition never takes a number.
+ */
+export async function createVersion(
+  ctx: AppContext,
+  tenantId: string,
+  workflowId: string,
+  definition: unknown,
+): Promise<CreatedVersionView> {
+  await requireTenant(ctx.db.root, tenantId);
+  if (!WORKFLOW_ID.test(workflowId))
+    throw refused("workflowId", PATTERN_MESSAGES[WORKFLOW_ID_PATTERN] as string);
+  const problems = validateDefinition(definition);
+  if (problems.length > 0) {
+    const first = problems[0] as { path: string; message: string };
+    const count = problems.length === 1 ? "a problem" : `${problems.length} problems`;
+    throw new AppError(
+      "validation_failed",
+      `the workflow definition has ${count}; the first: ${first.path} ${first.message}`,
+      { details: problems },
+    );
+  }
+  return ctx.db.transaction(async (tx) => {
+    const version = await takeNextVersion(tx, tenantId, workflowId);
+    const row = await insertVersion(tx, tenantId, workflowId, version, definition);
+    return { workflowId, version, createdAt: row.created_at.toISOString() };
+  });
+}
+
+/** Publishes a version and makes it current; publishing an older version again rolls back to it. */
+export async function publishVersion(
+  ctx: AppContext,
+  tenantId: string,
+  workflowId: string,
+  version: number,
+): Promise<PublishedVersionView> {
+  await requireTenant(ctx.db.root, tenantId);
+  return ctx.db.transaction(async (tx) => {
+    const publishedAt = await markPublished(tx, tenantId, workflowId, version);
+    if (!publishedAt) throw notFound(`version ${version} of workflow ${workflowId}`);
+    await setCurrentVersion(tx, tenantId, workflowId, version);
+    return { workflowId, version, publishedAt: publishedAt.toISOString(), current: true };
+  });
+}
+
+export async function getWorkflows(ctx: AppContext, tenantId: string): Promise<WorkflowView[]> {
+  await requireTenant(ctx.db.root, tenantId);
+  const [workflows, versions] = await Promise.all([
+    listWorkflows(ctx.db.root, tenantId),
+    listVersions(ctx.db.root, tenantId),
+  ]);
+  const views = new Map<string, WorkflowView>(
+    workflows.map((w) => [
+      w.workflow_id,
+      { workflowId: w.workflow_id, currentVersion: w.current_version, versions: [] },
+    ]),
+  );
+  for (const v of versions) {
+    views.get(v.workflow_id)?.versions.push({
+      version: v.version,
+      createdAt: v.created_at.toISOString(),
+      publishedAt: v.published_at?.toISOString() ?? null,
+    });
+  }
+  return [...views.values()];
+}
+
+export async function getVersion(
+  ctx: AppContext,
+  tenantId: string,
+  workflowId: string,
+  version: number,
+): Promise<VersionView> {
+  await requireTenant(ctx.db.root, tenantId);
+  const row = await findVersion(ctx.db.root, tenantId, workflowId, version);
+  if (!row) throw notFound(`version ${version} of workflow ${workflowId}`);
+  return {
+    workflowId: row.workflow_id,
+    version: row.version,
+    createdAt: row.created_at.toISOString(),
+    publishedAt: row.published_at?.toISOString() ?? null,
+    current: row.current,
+    definition: row.definition as Record<string, unknown>,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// For the engine: compiled versions, cached per process. A version never changes once created
+// (the database refuses it), so a cached compilation is never stale, on any process.
+
+const CACHE_CAPACITY = 1000;
+const cache = new Map<string, CompiledWorkflow>();
+
+function cacheKey(k: VersionKey): string {
+  return `${k.tenantId}\u0000${k.workflowId}\u0000${k.version}`;
+}
+
+function cached(key: VersionKey): CompiledWorkflow | undefined {
+  const id = cacheKey(key);
+  const hit = cache.get(id);
+  if (hit) {
+    // Least recently used goes first: a hit moves to the back.
+    cache.delete(id);
+    cache.set(id, hit);
+  }
+  return hit;
+}
+
+function remember(compiled: CompiledWorkflow): CompiledWorkflow {
+  cache.set(cacheKey(compiled), compiled);
+  while (cache.size > CACHE_CAPACITY) cache.delete(cache.keys().next().value as string);
+  return compiled;
+}
+
+function isVersionNumber(version: number): boolean {
+  return Number.isInteger(version) && version >= 1 && version <= MAX_VERSION;
+}
+
+/** Any existing version, published or not (dry runs, running cases); undefined when there is none. */
+export async function getCompiledWorkflow(
+  db: Executor,
+  tenantId: string,
+  workflowId: string,
+  version: number,
+): Promise<CompiledWorkflow | undefined> {
+  const key = { tenantId, workflowId, version };
+  const hit = cached(key);
+  if (hit) return hit;
+  if (!isVersionNumber(version)) return undefined;
+  const row = await findVersion(db, tenantId, workflowId, version);
+  if (!row) return undefined;
+  // Another caller may have compiled it while this one read.
+  return cached(key) ?? remember(compileWorkflow(key, row.definition as WorkflowDefinition));
+}
+
+function refused(path: string, message: string): AppError {
+  return new AppError("validation_failed", `${path} ${message}`, { details: [{ path, message }] });
+}
+
+/**
+ * The version a new case runs on (`POST /cases`): the pinned version if it is published, else
+ * the current one. An unknown workflow, one with nothing published, or an unknown or
+ * unpublished pinned version is a 400 naming the field.
+ */
+export async function resolveSubmissionWorkflow(
+  db: Executor,
+  tenantId: string,
+  workflowId: string,
+  version: number | undefined,
+): Promise<CompiledWorkflow> {
+  if (version !== undefined && !isVersionNumber(version)) {
+    throw refused("workflowVersion", `${version} is not a version of workflow ${workflowId}`);
+  }
+  const target = await findSubmissionTarget(db, tenantId, workflowId, version);
+  if (!target) throw refused("workflowId", `"${workflowId}" is not a workflow of this tenant`);
+  if (version === undefined && target.currentVersion === null) {
+    throw refused("workflowId", `"${workflowId}" has no published version yet`);
+  }
+  if (!target.exists || target.version === null) {
+    throw refused("workflowVersion", `${version} is not a version of workflow ${workflowId}`);
+  }
+  if (!target.published) {
+    throw refused("workflowVersion", `version ${version} of workflow ${workflowId} is not published`);
+  }
+  const compiled = await getCompiledWorkflow(db, tenantId, workflowId, target.version);
+  if (!compiled) throw new AppError("internal", `version ${target.version} of ${workflowId} vanished`);
+  return compiled;
+}
