@@ -53,3 +53,12 @@ export function isInFlight(status: CaseStatus): boolean {
 export function isCaseStatus(value: string): value is CaseStatus {
   return (CASE_STATUSES as readonly string[]).includes(value);
 }
+
+/** One entry of `result.decisionHistory`; the last one is `result.decision`. */
+export interface DecisionEntry {
+  value: DecisionValue;
+  source: DecisionSource;
+  actor: string;
+  decidedAt: string;
+  reason?: string;
+}

@@ -1,7 +1,8 @@
-import type { Selectable } from "kysely";
+import { type Selectable, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
 import type { Executor } from "../../platform/db/index.js";
 import type { CasesTable } from "../../platform/db/schema.js";
+import { type JobSpec, notifyJobs } from "../../platform/jobs.js";
 
 export type CaseRow = Selectable<CasesTable>;
 
@@ -20,29 +21,133 @@ export interface NewCase {
   eventTimestamp: Date | null;
   idempotencyKey: string | null;
   dryRun: boolean;
+  /** The workflow node the first step runs. */
+  currentNodeId?: string | null;
+}
+
+function caseValues(c: NewCase) {
+  // Millisecond timestamps set here, so a keyset cursor (which carries a JS Date) is exact.
+  const now = new Date();
+  return {
+    id: c.id,
+    tenant_id: c.tenantId,
+    request_id: c.requestId,
+    status: c.status,
+    type: c.type,
+    workflow_id: c.workflowId,
+    workflow_version: c.workflowVersion,
+    subject: JSON.stringify(c.subject),
+    payload: JSON.stringify(c.payload),
+    metadata: JSON.stringify(c.metadata),
+    external_customer_id: c.externalCustomerId,
+    event_timestamp: c.eventTimestamp,
+    idempotency_key: c.idempotencyKey,
+    dry_run: c.dryRun,
+    current_node_id: c.currentNodeId ?? null,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 export function insertCase(db: Executor, c: NewCase): Promise<CaseRow> {
+  return db.insertInto("cases").values(caseValues(c)).returningAll().executeTakeFirstOrThrow();
+}
+
+/**
+ * Inserts the case with the job of its first workflow step, in one statement (one round trip,
+ * atomic on its own), unless the tenant already has a case with its idempotency key: the unique
+ * index decides, so of concurrent submissions with one key exactly one inserts (case and job) and
+ * the others get undefined and nothing written.
+ */
+export async function insertCaseWithJob(
+  db: Executor,
+  c: NewCase,
+  job: JobSpec<unknown>,
+): Promise<CaseRow | undefined> {
+  const row = await db
+    .with("kase", (q) =>
+      q
+        .insertInto("cases")
+        .values(caseValues(c))
+        .onConflict((oc) => oc.columns(["tenant_id", "idempotency_key"]).doNothing())
+        .returningAll(),
+    )
+    .with("job", (q) =>
+      q
+        .insertInto("jobs")
+        .columns(["kind", "payload", "job_key", "max_attempts"])
+        .expression((eb) =>
+          eb
+            .selectFrom("kase")
+            .select([
+              sql.val(job.kind).as("kind"),
+              sql<string>`${JSON.stringify(job.payload)}::jsonb`.as("payload"),
+              sql.val(job.jobKey ?? null).as("job_key"),
+              sql.val(job.maxAttempts ?? 25).as("max_attempts"),
+            ]),
+        )
+        .returning("id"),
+    )
+    .selectFrom("kase")
+    .selectAll("kase")
+    .select((eb) => eb.selectFrom("job").select(notifyJobs.as("n")).as("notified"))
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const { notified: _, ...caseRow } = row;
+  return caseRow as CaseRow;
+}
+
+export function findCaseByIdempotencyKey(
+  db: Executor,
+  tenantId: string,
+  key: string,
+): Promise<CaseRow | undefined> {
   return db
-    .insertInto("cases")
-    .values({
-      id: c.id,
-      tenant_id: c.tenantId,
-      request_id: c.requestId,
-      status: c.status,
-      type: c.type,
-      workflow_id: c.workflowId,
-      workflow_version: c.workflowVersion,
-      subject: JSON.stringify(c.subject),
-      payload: JSON.stringify(c.payload),
-      metadata: JSON.stringify(c.metadata),
-      external_customer_id: c.externalCustomerId,
-      event_timestamp: c.eventTimestamp,
-      idempotency_key: c.idempotencyKey,
-      dry_run: c.dryRun,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+    .selectFrom("cases")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
+    .where("idempotency_key", "=", key)
+    .executeTakeFirst();
+}
+
+/** Reads and locks the case for the rest of the transaction: one writer per case at a time. */
+export async function lockCase(tx: Executor, tenantId: string, caseId: string): Promise<CaseRow | undefined> {
+  if (!isUuid(caseId)) return undefined;
+  return tx
+    .selectFrom("cases")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
+    .where("id", "=", caseId)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/** The case by id alone, for the operator API (operators act across tenants). */
+export async function findCaseAnyTenant(
+  db: Executor,
+  caseId: string,
+  lock = false,
+): Promise<CaseRow | undefined> {
+  if (!isUuid(caseId)) return undefined;
+  let query = db.selectFrom("cases").selectAll().where("id", "=", caseId);
+  if (lock) query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
+export type CasePatch = Updateable<CasesTable>;
+
+export async function updateCase(
+  tx: Executor,
+  tenantId: string,
+  caseId: string,
+  patch: CasePatch,
+): Promise<void> {
+  await tx
+    .updateTable("cases")
+    .set({ ...patch, updated_at: new Date() })
+    .where("tenant_id", "=", tenantId)
+    .where("id", "=", caseId)
+    .execute();
 }
 
 /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */
@@ -66,4 +171,55 @@ export async function caseExists(db: Executor, tenantId: string, caseId: string)
     .where("id", "=", caseId)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+export interface CaseFilters {
+  status?: string;
+  type?: string;
+  workflowId?: string;
+  decision?: string;
+  tag?: string;
+  externalCustomerId?: string;
+  createdFrom?: Date;
+  createdTo?: Date;
+}
+
+/** A page of the tenant's cases, newest first, after the keyset position `after` (exclusive). */
+export function listCases(
+  db: Executor,
+  tenantId: string,
+  filters: CaseFilters,
+  limit: number,
+  after: { createdAt: Date; id: string } | undefined,
+): Promise<CaseRow[]> {
+  let query = db.selectFrom("cases").selectAll().where("tenant_id", "=", tenantId);
+  if (filters.status) query = query.where("status", "=", filters.status);
+  if (filters.type) query = query.where("type", "=", filters.type);
+  if (filters.workflowId) query = query.where("workflow_id", "=", filters.workflowId);
+  if (filters.externalCustomerId)
+    query = query.where("external_customer_id", "=", filters.externalCustomerId);
+  if (filters.decision) query = query.where(sql`decision->>'value'`, "=", filters.decision);
+  if (filters.createdFrom) query = query.where("created_at", ">=", filters.createdFrom);
+  if (filters.createdTo) query = query.where("created_at", "<", filters.createdTo);
+  if (filters.tag) {
+    const tag = filters.tag;
+    query = query.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom("case_tags")
+          .select("case_tags.id")
+          .whereRef("case_tags.case_id", "=", "cases.id")
+          .where("case_tags.tenant_id", "=", tenantId)
+          .where("case_tags.tag", "=", tag),
+      ),
+    );
+  }
+  if (after) {
+    query = query.where((eb) =>
+      eb.or([
+        eb("created_at", "<", after.createdAt),
+        eb.and([eb("created_at", "=", after.createdAt), eb("id", "<", after.id)]),
+      ]),
+    );
+  }
+  return query.orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).execute();
 }

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from "kysely";
+import type { DecisionEntry } from "../../modules/cases/case-status.js";
 
 /**
  * Row types of the foundation tables, as Kysely sees them. Feature modules declare their own
@@ -62,12 +63,18 @@ export interface CasesTable {
   event_timestamp: Timestamp | null;
   idempotency_key: string | null;
   dry_run: Generated<boolean>;
-  decision: Json<Record<string, unknown>> | null;
-  decision_history: JsonDefault<Record<string, unknown>[]>;
+  decision: Json<DecisionEntry> | null;
+  decision_history: JsonDefault<DecisionEntry[]>;
   workflow_result: Json<Record<string, unknown>> | null;
   error: Json<Record<string, unknown>> | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
+  // added by 0003_engine
+  current_node_id: string | null;
+  step_seq: Generated<number>;
+  node_outputs: JsonDefault<Record<string, unknown>>;
+  closed_at: Timestamp | null;
+  closed_by: string | null;
 }
 
 export interface TagOptionsTable {

@@ -1,0 +1,67 @@
+import type { AppContext } from "../../platform/context.js";
+import { AppError, notFound } from "../../platform/errors.js";
+import { decisionEvent } from "../engine/engine.events.js";
+import { resolveOpenWaitsOfCase } from "../engine/engine.repo.js";
+import { emitEvent } from "../events/events.js";
+import { type CaseStatus, type DecisionEntry, type DecisionValue, isTerminal } from "./case-status.js";
+import { findCaseAnyTenant, updateCase } from "./cases.repo.js";
+import { type CaseRecordView, caseRecord } from "./cases.service.js";
+
+/**
+ * An analyst's override: a new current decision appended to the history, `workflow_result`
+ * untouched, and `case.decision_overridden` in the same transaction.
+ */
+export async function overrideDecision(
+  ctx: AppContext,
+  caseId: string,
+  input: { value: DecisionValue; actor: string; reason?: string },
+): Promise<CaseRecordView> {
+  return ctx.db.transaction(async (tx) => {
+    const row = await findCaseAnyTenant(tx, caseId, true);
+    if (!row) throw notFound("case");
+    if (isTerminal(row.status as CaseStatus)) throw new AppError("conflict", `the case is ${row.status}`);
+    if (!row.decision)
+      throw new AppError("conflict", "the case has no decision yet: the workflow is still running");
+    const now = new Date();
+    const entry: DecisionEntry = {
+      value: input.value,
+      source: "analyst",
+      actor: `analyst:${input.actor}`,
+      decidedAt: now.toISOString(),
+      ...(input.reason ? { reason: input.reason } : {}),
+    };
+    const history = [...row.decision_history, entry];
+    await updateCase(tx, row.tenant_id, row.id, {
+      status: input.value === "in_review" ? "in_review" : "decided",
+      decision: JSON.stringify(entry),
+      decision_history: JSON.stringify(history),
+    });
+    const result = { decision: entry, decisionHistory: history, workflow_result: row.workflow_result };
+    await emitEvent(tx, decisionEvent("case.decision_overridden", row, result, now));
+    const updated = await findCaseAnyTenant(tx, caseId);
+    return caseRecord(tx, updated ?? row);
+  });
+}
+
+/** Closes a case for good: whatever it still waits on stops waiting, and no step runs again. */
+export async function closeCase(
+  ctx: AppContext,
+  caseId: string,
+  input: { actor: string },
+): Promise<CaseRecordView> {
+  return ctx.db.transaction(async (tx) => {
+    const row = await findCaseAnyTenant(tx, caseId, true);
+    if (!row) throw notFound("case");
+    if (isTerminal(row.status as CaseStatus))
+      throw new AppError("conflict", `the case is already ${row.status}`);
+    await resolveOpenWaitsOfCase(tx, row.tenant_id, row.id, "closed");
+    await updateCase(tx, row.tenant_id, row.id, {
+      status: "closed",
+      current_node_id: null,
+      closed_at: new Date(),
+      closed_by: `analyst:${input.actor}`,
+    });
+    const updated = await findCaseAnyTenant(tx, caseId);
+    return caseRecord(tx, updated ?? row);
+  });
+}

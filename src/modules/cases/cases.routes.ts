@@ -1,0 +1,70 @@
+import { Type } from "typebox";
+import type { App } from "../../platform/app-types.js";
+import type { AppContext } from "../../platform/context.js";
+import { partnerOf } from "../auth/auth.plugin.js";
+import {
+  CaseListQuery,
+  CaseRecord,
+  CaseSubmission,
+  CaseSummary,
+  SubmissionResponse,
+} from "./cases.schemas.js";
+import { type CaseSubmissionInput, getCase, listTenantCases, submitCase } from "./cases.service.js";
+
+export function casesRoutes(app: App, ctx: AppContext): void {
+  app.post(
+    "/cases",
+    {
+      config: { scope: "cases:write" },
+      schema: {
+        tags: ["cases"],
+        summary: "Submit a case",
+        description:
+          "201 with a new case. With an `idempotencyKey` the tenant has used before, 200 with that case " +
+          "(its current status) and no new case. 400 lists every invalid field.",
+        body: CaseSubmission,
+        response: { 200: SubmissionResponse, 201: SubmissionResponse },
+      },
+    },
+    async (request, reply) => {
+      const key = partnerOf(request);
+      const { tenantId: _ignored, ...input } = request.body;
+      const result = await submitCase(ctx, key.tenantId, input as CaseSubmissionInput, request.id);
+      return reply.status(result.created ? 201 : 200).send(result.body);
+    },
+  );
+
+  app.get(
+    "/cases/:caseId",
+    {
+      config: { scope: "cases:read" },
+      schema: {
+        tags: ["cases"],
+        summary: "Read a case with its decision, history, tags and information requests",
+        params: Type.Object({ caseId: Type.String() }),
+        response: { 200: CaseRecord },
+      },
+    },
+    async (request) => getCase(ctx, partnerOf(request).tenantId, request.params.caseId),
+  );
+
+  app.get(
+    "/cases",
+    {
+      config: { scope: "cases:read" },
+      schema: {
+        tags: ["cases"],
+        summary: "List cases, newest first, with keyset paging",
+        description: "Pass `nextCursor` back as `cursor` for the next page; it is null on the last page.",
+        querystring: CaseListQuery,
+        response: {
+          200: Type.Object({
+            cases: Type.Array(CaseSummary),
+            nextCursor: Type.Union([Type.String(), Type.Null()]),
+          }),
+        },
+      },
+    },
+    async (request) => listTenantCases(ctx, partnerOf(request).tenantId, request.query),
+  );
+}

@@ -1,0 +1,209 @@
+import { Type } from "typebox";
+import { CASE_STATUSES, CASE_TYPES, DECISION_SOURCES, DECISION_VALUES } from "./case-status.js";
+
+/**
+ * The JSON shapes of the cases endpoints, as route schemas (request validation and the OpenAPI
+ * document). Rules a schema cannot state (currency and country codes, the sub-struct matching
+ * `type`, timestamps) are checked in cases.validation.ts.
+ */
+const literals = <const T extends readonly string[]>(values: T) => Type.Enum(values);
+
+export const IDENTIFIER_TYPES = [
+  "external_customer_id",
+  "email",
+  "phone",
+  "iban",
+  "account_number",
+  "card_fingerprint",
+  "national_id",
+  "tax_id",
+  "registration_number",
+  "device_id",
+  "ip_address",
+] as const;
+
+export const Identifier = Type.Object(
+  {
+    type: literals(IDENTIFIER_TYPES),
+    value: Type.String({ minLength: 1, maxLength: 256 }),
+    country: Type.Optional(Type.String({ description: "ISO 3166-1 alpha-2" })),
+  },
+  { additionalProperties: false },
+);
+
+const Identifiers = Type.Array(Identifier, { maxItems: 50 });
+
+export const Address = Type.Object(
+  {
+    line1: Type.Optional(Type.String({ maxLength: 256 })),
+    line2: Type.Optional(Type.String({ maxLength: 256 })),
+    city: Type.Optional(Type.String({ maxLength: 128 })),
+    postalCode: Type.Optional(Type.String({ maxLength: 32 })),
+    region: Type.Optional(Type.String({ maxLength: 128 })),
+    country: Type.Optional(Type.String({ description: "ISO 3166-1 alpha-2" })),
+  },
+  { additionalProperties: false },
+);
+
+export const Person = Type.Object(
+  {
+    firstName: Type.Optional(Type.String({ maxLength: 256 })),
+    lastName: Type.Optional(Type.String({ maxLength: 256 })),
+    dateOfBirth: Type.Optional(Type.String({ description: "YYYY-MM-DD" })),
+    nationality: Type.Optional(Type.String({ description: "ISO 3166-1 alpha-2" })),
+    email: Type.Optional(Type.String({ maxLength: 320 })),
+    phone: Type.Optional(Type.String({ maxLength: 64 })),
+    address: Type.Optional(Address),
+    identifiers: Type.Optional(Identifiers),
+  },
+  { additionalProperties: false },
+);
+
+export const Business = Type.Object(
+  {
+    legalName: Type.Optional(Type.String({ maxLength: 512 })),
+    registrationNumber: Type.Optional(Type.String({ maxLength: 128 })),
+    country: Type.Optional(Type.String({ description: "ISO 3166-1 alpha-2" })),
+    incorporationDate: Type.Optional(Type.String({ description: "YYYY-MM-DD" })),
+    address: Type.Optional(Address),
+    identifiers: Type.Optional(Identifiers),
+  },
+  { additionalProperties: false },
+);
+
+export const Party = Type.Object(
+  {
+    role: literals(["sender", "receiver", "merchant", "customer", "other"]),
+    displayName: Type.Optional(Type.String({ maxLength: 512 })),
+    identifiers: Type.Optional(Identifiers),
+  },
+  { additionalProperties: false },
+);
+
+export const TransactionSubject = Type.Object(
+  {
+    amount: Type.Number({ minimum: 0 }),
+    currency: Type.String({ description: "ISO 4217 code" }),
+    direction: Type.Optional(literals(["inbound", "outbound"])),
+    method: Type.Optional(literals(["card", "bank_transfer", "wallet", "crypto", "cash", "other"])),
+    type: Type.Optional(literals(["payment", "transfer", "withdrawal", "deposit", "refund", "other"])),
+    externalTransactionId: Type.Optional(Type.String({ maxLength: 256 })),
+    parties: Type.Optional(Type.Array(Party, { maxItems: 50 })),
+  },
+  { additionalProperties: false },
+);
+
+export const Subject = Type.Object(
+  {
+    displayName: Type.Optional(Type.String({ maxLength: 512 })),
+    person: Type.Optional(Person),
+    business: Type.Optional(Business),
+    transaction: Type.Optional(TransactionSubject),
+  },
+  {
+    additionalProperties: false,
+    description: "Exactly one of person (KYC), business (KYB) or transaction (Transaction), matching `type`.",
+  },
+);
+
+export const CaseSubmission = Type.Object(
+  {
+    workflowId: Type.String({ minLength: 1, maxLength: 64 }),
+    workflowVersion: Type.Optional(Type.Integer({ minimum: 1 })),
+    type: literals(CASE_TYPES),
+    payload: Type.Optional(
+      Type.Object(
+        {},
+        { additionalProperties: true, description: "Validated against the workflow's inputSchema" },
+      ),
+    ),
+    subject: Subject,
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    idempotencyKey: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    eventTimestamp: Type.Optional(
+      Type.String({ description: "RFC 3339 with an offset; required for Transaction cases" }),
+    ),
+    tenantId: Type.Optional(Type.Unknown({ description: "Ignored: the tenant comes from the API key" })),
+  },
+  { additionalProperties: false },
+);
+
+export const SubmissionResponse = Type.Object({
+  caseId: Type.String({ format: "uuid" }),
+  requestId: Type.String(),
+  status: literals(CASE_STATUSES),
+});
+
+export const Decision = Type.Object({
+  value: literals(DECISION_VALUES),
+  source: literals(DECISION_SOURCES),
+  actor: Type.String(),
+  decidedAt: Type.String({ format: "date-time" }),
+  reason: Type.Optional(Type.String()),
+});
+
+const Json = Type.Object({}, { additionalProperties: true });
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
+  Type.Union([schema, Type.Null()]);
+
+export const CaseRecord = Type.Object({
+  caseId: Type.String({ format: "uuid" }),
+  requestId: Type.String(),
+  status: literals(CASE_STATUSES),
+  type: literals(CASE_TYPES),
+  workflowId: Type.String(),
+  workflowVersion: Type.Integer(),
+  subject: Json,
+  payload: Json,
+  metadata: Json,
+  externalCustomerId: Nullable(Type.String()),
+  eventTimestamp: Nullable(Type.String({ format: "date-time" })),
+  createdAt: Type.String({ format: "date-time" }),
+  updatedAt: Type.String({ format: "date-time" }),
+  dryRun: Type.Boolean(),
+  result: Type.Object({
+    decision: Nullable(Decision),
+    decisionHistory: Type.Array(Decision),
+    workflow_result: Nullable(Json),
+  }),
+  error: Nullable(Json),
+  tags: Type.Array(
+    Type.Object({
+      tag: Type.String(),
+      createdBy: Type.String(),
+      createdAt: Type.String({ format: "date-time" }),
+    }),
+  ),
+  informationRequests: Type.Array(Json),
+});
+
+export const CaseSummary = Type.Object({
+  caseId: Type.String({ format: "uuid" }),
+  requestId: Type.String(),
+  status: literals(CASE_STATUSES),
+  type: literals(CASE_TYPES),
+  workflowId: Type.String(),
+  workflowVersion: Type.Integer(),
+  displayName: Nullable(Type.String()),
+  externalCustomerId: Nullable(Type.String()),
+  decision: Nullable(Decision),
+  dryRun: Type.Boolean(),
+  createdAt: Type.String({ format: "date-time" }),
+  updatedAt: Type.String({ format: "date-time" }),
+});
+
+export const CaseListQuery = Type.Object(
+  {
+    status: Type.Optional(literals(CASE_STATUSES)),
+    type: Type.Optional(literals(CASE_TYPES)),
+    workflowId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    decision: Type.Optional(literals(DECISION_VALUES)),
+    tag: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    externalCustomerId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    createdFrom: Type.Optional(Type.String({ description: "RFC 3339, inclusive" })),
+    createdTo: Type.Optional(Type.String({ description: "RFC 3339, exclusive" })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
+    cursor: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);

@@ -1,0 +1,255 @@
+import type { Static } from "typebox";
+import type { AppContext } from "../../platform/context.js";
+import { uuid } from "../../platform/crypto.js";
+import type { Executor } from "../../platform/db/index.js";
+import { AppError, badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
+import { stepJob } from "../engine/engine.service.js";
+import { listCaseInformationRequests } from "../rfi/rfi.service.js";
+import { listCaseTags } from "../tags/tags.repo.js";
+import { toTagView } from "../tags/tags.service.js";
+import { requireTenant } from "../tenants/tenants.service.js";
+import type { CompiledWorkflow } from "../workflows/workflow.types.js";
+import { getCompiledWorkflow, resolveSubmissionWorkflow } from "../workflows/workflows.service.js";
+import type { CaseType } from "./case-status.js";
+import {
+  type CaseFilters,
+  type CaseRow,
+  findCase,
+  findCaseByIdempotencyKey,
+  insertCaseWithJob,
+  listCases,
+} from "./cases.repo.js";
+import type { CaseRecord } from "./cases.schemas.js";
+import { checkSubmission, parseRfc3339 } from "./cases.validation.js";
+
+export interface CaseSubmissionInput {
+  workflowId: string;
+  workflowVersion?: number;
+  type: CaseType;
+  payload?: Record<string, unknown>;
+  subject: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+  idempotencyKey?: string;
+  eventTimestamp?: string;
+}
+
+export interface SubmissionResult {
+  created: boolean;
+  body: { caseId: string; requestId: string; status: string };
+  row: CaseRow;
+}
+
+function submissionBody(row: CaseRow) {
+  return { caseId: row.id, requestId: row.request_id, status: row.status };
+}
+
+/** Validates a submission against the contract and its workflow; throws 400 listing every problem. */
+async function prepare(
+  ctx: AppContext,
+  input: CaseSubmissionInput,
+  loadWorkflow: () => Promise<CompiledWorkflow>,
+): Promise<{ wf: CompiledWorkflow; eventTimestamp: Date | null; externalCustomerId: string | null }> {
+  const problems: ErrorDetail[] = [];
+  const facts = checkSubmission(input, new Date(), ctx.config.maxEventSkewSeconds, problems);
+  let wf: CompiledWorkflow | undefined;
+  try {
+    wf = await loadWorkflow();
+  } catch (err) {
+    if (!(err instanceof AppError) || err.status !== 400) throw err;
+    problems.push(...(err.details ?? [{ path: "workflowId", message: err.message }]));
+  }
+  if (wf) {
+    for (const p of wf.validatePayload(input.payload ?? {})) {
+      problems.push({ path: p.path.startsWith("payload") ? p.path : `payload${p.path}`, message: p.message });
+    }
+  }
+  if (problems.length > 0 || !wf) {
+    throw badRequest(
+      `invalid case submission: ${problems.map((p) => `${p.path} ${p.message}`).join("; ")}`,
+      problems,
+    );
+  }
+  return { wf, ...facts };
+}
+
+async function insertAndStart(
+  ctx: AppContext,
+  tenantId: string,
+  input: CaseSubmissionInput,
+  prepared: Awaited<ReturnType<typeof prepare>>,
+  requestId: string,
+  dryRun: boolean,
+): Promise<CaseRow | undefined> {
+  const { wf } = prepared;
+  const caseId = uuid();
+  return insertCaseWithJob(
+    ctx.db.root,
+    {
+      id: caseId,
+      tenantId,
+      requestId,
+      status: "received",
+      type: input.type,
+      workflowId: wf.workflowId,
+      workflowVersion: wf.version,
+      subject: input.subject,
+      payload: input.payload ?? {},
+      metadata: input.metadata ?? {},
+      externalCustomerId: prepared.externalCustomerId,
+      eventTimestamp: prepared.eventTimestamp,
+      idempotencyKey: dryRun ? null : (input.idempotencyKey ?? null),
+      dryRun,
+      currentNodeId: wf.start,
+    },
+    stepJob(tenantId, caseId, 1, wf.start),
+  );
+}
+
+/**
+ * `POST /cases`. A known idempotency key answers with its case before anything else is checked;
+ * a new case is inserted with its first workflow step in one statement. Of concurrent
+ * submissions with one key, the unique index lets exactly one insert; the others read its case.
+ */
+export async function submitCase(
+  ctx: AppContext,
+  tenantId: string,
+  input: CaseSubmissionInput,
+  requestId: string,
+): Promise<SubmissionResult> {
+  const key = input.idempotencyKey;
+  if (key !== undefined) {
+    const existing = await findCaseByIdempotencyKey(ctx.db.root, tenantId, key);
+    if (existing) return { created: false, body: submissionBody(existing), row: existing };
+  }
+  const prepared = await prepare(ctx, input, () =>
+    resolveSubmissionWorkflow(ctx.db.root, tenantId, input.workflowId, input.workflowVersion),
+  );
+  const row = await insertAndStart(ctx, tenantId, input, prepared, requestId, false);
+  if (row) return { created: true, body: submissionBody(row), row };
+  const winner = key === undefined ? undefined : await findCaseByIdempotencyKey(ctx.db.root, tenantId, key);
+  if (!winner) throw new Error("a case insert was skipped without an idempotency key to explain it");
+  return { created: false, body: submissionBody(winner), row: winner };
+}
+
+/** The operator's dry run: a case on the given version, published or not, marked `dryRun`. */
+export async function dryRunCase(
+  ctx: AppContext,
+  tenantId: string,
+  workflowId: string,
+  version: number,
+  input: Omit<CaseSubmissionInput, "workflowId" | "workflowVersion">,
+  requestId: string,
+): Promise<CaseRecordView> {
+  await requireTenant(ctx.db.root, tenantId);
+  const wf = await getCompiledWorkflow(ctx.db.root, tenantId, workflowId, version);
+  if (!wf) throw notFound(`version ${version} of workflow ${workflowId}`);
+  const full = { ...input, workflowId, workflowVersion: version };
+  const prepared = await prepare(ctx, full, async () => wf);
+  const row = await insertAndStart(ctx, tenantId, full, prepared, requestId, true);
+  if (!row) throw new Error("a dry-run case insert was skipped");
+  return caseRecord(ctx.db.root, row);
+}
+
+export type CaseRecordView = Static<typeof CaseRecord>;
+
+/** The full case record of the contract, with its tags and information requests. */
+export async function caseRecord(db: Executor, row: CaseRow): Promise<CaseRecordView> {
+  const [tags, informationRequests] = await Promise.all([
+    listCaseTags(db, row.tenant_id, row.id),
+    listCaseInformationRequests(db, row.tenant_id, row.id),
+  ]);
+  return {
+    caseId: row.id,
+    requestId: row.request_id,
+    status: row.status,
+    type: row.type,
+    workflowId: row.workflow_id,
+    workflowVersion: row.workflow_version,
+    subject: row.subject,
+    payload: row.payload,
+    metadata: row.metadata,
+    externalCustomerId: row.external_customer_id,
+    eventTimestamp: row.event_timestamp?.toISOString() ?? null,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    dryRun: row.dry_run,
+    result: {
+      decision: row.decision,
+      decisionHistory: row.decision_history,
+      workflow_result: row.workflow_result,
+    },
+    error: row.error,
+    tags: tags.map(toTagView),
+    informationRequests,
+  };
+}
+
+export async function getCase(ctx: AppContext, tenantId: string, caseId: string): Promise<CaseRecordView> {
+  const row = await findCase(ctx.db.root, tenantId, caseId);
+  if (!row) throw notFound("case");
+  return caseRecord(ctx.db.root, row);
+}
+
+function caseSummary(row: CaseRow) {
+  return {
+    caseId: row.id,
+    requestId: row.request_id,
+    status: row.status,
+    type: row.type,
+    workflowId: row.workflow_id,
+    workflowVersion: row.workflow_version,
+    displayName: typeof row.subject.displayName === "string" ? row.subject.displayName : null,
+    externalCustomerId: row.external_customer_id,
+    decision: row.decision,
+    dryRun: row.dry_run,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+export interface CaseListQuery extends Omit<CaseFilters, "createdFrom" | "createdTo"> {
+  createdFrom?: string;
+  createdTo?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+function encodeCursor(row: CaseRow): string {
+  return Buffer.from(`${row.created_at.toISOString()}|${row.id}`).toString("base64url");
+}
+
+function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
+  const createdAt = at ? new Date(at) : undefined;
+  if (!createdAt || Number.isNaN(createdAt.getTime()) || !id || !/^[0-9a-f-]{36}$/.test(id)) {
+    throw badRequest("cursor is not one this service returned", [
+      { path: "querystring.cursor", message: "is invalid" },
+    ]);
+  }
+  return { createdAt, id };
+}
+
+/** `GET /cases`: newest first, keyset-paged (stable while cases are added). */
+export async function listTenantCases(ctx: AppContext, tenantId: string, query: CaseListQuery) {
+  const problems: ErrorDetail[] = [];
+  const time = (name: "createdFrom" | "createdTo") => {
+    const raw = query[name];
+    if (raw === undefined) return undefined;
+    const parsed = parseRfc3339(raw);
+    if (!parsed)
+      problems.push({ path: `querystring.${name}`, message: "must be an RFC 3339 timestamp with an offset" });
+    return parsed;
+  };
+  const filters: CaseFilters = { ...query, createdFrom: time("createdFrom"), createdTo: time("createdTo") };
+  if (problems.length > 0)
+    throw badRequest(`invalid query: ${problems.map((p) => `${p.path} ${p.message}`).join("; ")}`, problems);
+  const limit = query.limit ?? 25;
+  const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+  const rows = await listCases(ctx.db.root, tenantId, filters, limit + 1, after);
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    cases: page.map(caseSummary),
+    nextCursor: rows.length > limit && last ? encodeCursor(last) : null,
+  };
+}

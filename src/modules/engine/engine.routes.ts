@@ -1,0 +1,62 @@
+import { Type } from "typebox";
+import type { App } from "../../platform/app-types.js";
+import type { AppContext } from "../../platform/context.js";
+import { partnerOf } from "../auth/auth.plugin.js";
+import { deliverCallback, listPausedNodes } from "./callbacks.service.js";
+
+const PausedNode = Type.Object({
+  nodeId: Type.String(),
+  providerId: Type.Union([Type.String(), Type.Null()]),
+  pendingHandle: Type.String({ description: "Opaque (UUID-shaped)" }),
+  expiresAt: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
+  availableActions: Type.Array(
+    Type.Object({ id: Type.String(), label: Type.String(), resolvesAwait: Type.Boolean() }),
+  ),
+});
+
+export function engineRoutes(app: App, ctx: AppContext): void {
+  app.get(
+    "/cases/:caseId/pending",
+    {
+      config: { scope: "cases:read" },
+      schema: {
+        tags: ["paused nodes"],
+        summary: "The case's workflow nodes paused awaiting an external system",
+        params: Type.Object({ caseId: Type.String() }),
+        response: { 200: Type.Object({ pending: Type.Array(PausedNode) }) },
+      },
+    },
+    async (request) => ({
+      pending: await listPausedNodes(ctx, partnerOf(request).tenantId, request.params.caseId),
+    }),
+  );
+
+  app.post(
+    "/cases/:caseId/callbacks/:callbackRef",
+    {
+      config: { scope: "cases:callback" },
+      schema: {
+        tags: ["paused nodes"],
+        summary: "Deliver an external callback; the body becomes the paused node's output",
+        description:
+          "202 when accepted. 404 unknown case or callback; 409 already delivered; 410 past `expiresAt`; " +
+          "400 when the body is not a JSON object.",
+        params: Type.Object({ caseId: Type.String(), callbackRef: Type.String() }),
+        body: Type.Object({}, { additionalProperties: true, description: "A JSON object, node-specific" }),
+        response: {
+          202: Type.Object({
+            caseId: Type.String(),
+            nodeId: Type.String(),
+            status: Type.Literal("accepted"),
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const key = partnerOf(request);
+      const body = request.body as Record<string, unknown>;
+      const { caseId, callbackRef } = request.params;
+      return reply.status(202).send(await deliverCallback(ctx, key.tenantId, caseId, callbackRef, body));
+    },
+  );
+}
