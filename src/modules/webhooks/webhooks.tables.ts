@@ -1,3 +1,46 @@
+import type { Generated } from "kysely";
+import type { CreatedAt, Timestamp } from "../../platform/db/schema.js";
+
+export type DeliveryStatus = "pending" | "succeeded" | "failed";
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  seq: Generated<number>;
+  tenant_id: string;
+  event_id: string;
+  case_id: string | null;
+  event_type: string;
+  webhook_key: string;
+  webhook_id: string;
+  body: string;
+  status: Generated<DeliveryStatus>;
+  attempt_count: Generated<number>;
+  recorded_attempts: Generated<number>;
+  next_attempt_at: Timestamp | null;
+  last_attempt_at: Timestamp | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  redelivery_of: string | null;
+  superseded_by: string | null;
+  created_at: CreatedAt;
+  completed_at: Timestamp | null;
+}
+
+export interface WebhookAttemptsTable {
+  delivery_id: string;
+  attempt: number;
+  tenant_id: string;
+  started_at: Timestamp;
+  target: string | null;
+  secret_id: string | null;
+  status_code: number | null;
+  latency_ms: number | null;
+  error: string | null;
+  response_body: string | null;
+}
+
 /** Row types of this feature's tables (joined into the Database type in modules/tables.ts). */
-// biome-ignore lint/suspicious/noEmptyInterface: filled in as the feature's migrations add tables
-export interface WebhooksTables {}
+export interface WebhooksTables {
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+}

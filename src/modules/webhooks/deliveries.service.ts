@@ -1,0 +1,268 @@
+import type { AppContext } from "../../platform/context.js";
+import { isUuid } from "../../platform/crypto.js";
+import { badRequest, notFound } from "../../platform/errors.js";
+import { EVENT_TYPES } from "../events/events.js";
+import { requireTenant } from "../tenants/tenants.service.js";
+import {
+  type AttemptRow,
+  type DeliveryRow,
+  findDelivery,
+  listAttempts,
+  listDeliveries,
+  lockFailedDeliveries,
+  markSuperseded,
+} from "./deliveries.repo.js";
+import { queueDeliveries } from "./delivery-queue.js";
+import type { DeliveryStatus } from "./webhooks.tables.js";
+
+export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "succeeded", "failed"];
+/** How many failed deliveries one redeliver-failed call takes on; call again for the rest. */
+export const REDELIVER_BATCH = 1000;
+
+export interface AttemptView {
+  attempt: number;
+  at: string;
+  target: string | null;
+  secretId: string | null;
+  statusCode: number | null;
+  latencyMs: number | null;
+  error: string | null;
+  responseBody: string | null;
+}
+
+export interface DeliveryView {
+  deliveryId: string;
+  eventId: string;
+  eventType: string;
+  caseId: string | null;
+  webhookKey: string;
+  webhookId: string;
+  status: DeliveryStatus;
+  attemptCount: number;
+  nextAttemptAt: string | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  redeliveryOf: string | null;
+  redeliveredAs: string | null;
+  createdAt: string;
+  completedAt: string | null;
+  attempts: AttemptView[];
+}
+
+const iso = (d: Date | null) => (d === null ? null : d.toISOString());
+
+function toAttemptView(row: AttemptRow): AttemptView {
+  return {
+    attempt: row.attempt,
+    at: row.started_at.toISOString(),
+    target: row.target,
+    secretId: row.secret_id,
+    statusCode: row.status_code,
+    latencyMs: row.latency_ms,
+    error: row.error,
+    responseBody: row.response_body,
+  };
+}
+
+function toDeliveryView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
+  return {
+    deliveryId: row.id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    caseId: row.case_id,
+    webhookKey: row.webhook_key,
+    webhookId: row.webhook_id,
+    status: row.status,
+    attemptCount: row.recorded_attempts,
+    nextAttemptAt: iso(row.next_attempt_at),
+    lastStatusCode: row.last_status_code,
+    lastError: row.last_error,
+    redeliveryOf: row.redelivery_of,
+    redeliveredAs: row.superseded_by,
+    createdAt: row.created_at.toISOString(),
+    completedAt: iso(row.completed_at),
+    attempts: attempts.map(toAttemptView),
+  };
+}
+
+export interface DeliveryQuery {
+  status?: string;
+  eventType?: string;
+  caseId?: string;
+  webhookKey?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+function encodeCursor(seq: number): string {
+  return Buffer.from(`d:${seq}`).toString("base64url");
+}
+
+function decodeCursor(cursor: string): number {
+  const match = /^d:(\d{1,15})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  if (!match)
+    throw badRequest("cursor is not one this service returned", [
+      { path: "querystring.cursor", message: "is invalid" },
+    ]);
+  return Number(match[1]);
+}
+
+function checkFilters(query: { status?: string; eventType?: string; caseId?: string }): void {
+  if (query.status !== undefined && !DELIVERY_STATUSES.includes(query.status as DeliveryStatus)) {
+    throw badRequest(`status must be one of ${DELIVERY_STATUSES.join(", ")}`, [
+      { path: "querystring.status", message: `must be one of ${DELIVERY_STATUSES.join(", ")}` },
+    ]);
+  }
+  if (query.eventType !== undefined && !(EVENT_TYPES as readonly string[]).includes(query.eventType)) {
+    throw badRequest(`eventType must be one of ${EVENT_TYPES.join(", ")}`, [
+      { path: "querystring.eventType", message: `must be one of ${EVENT_TYPES.join(", ")}` },
+    ]);
+  }
+  if (query.caseId !== undefined && !isUuid(query.caseId)) {
+    throw badRequest("caseId must be a UUID", [{ path: "querystring.caseId", message: "must be a UUID" }]);
+  }
+}
+
+/** A tenant's deliveries, newest first, each with its attempts. */
+export async function getDeliveries(
+  ctx: AppContext,
+  tenantId: string,
+  query: DeliveryQuery,
+): Promise<{ deliveries: DeliveryView[]; nextCursor: string | null }> {
+  await requireTenant(ctx.db.root, tenantId);
+  checkFilters(query);
+  const limit = query.limit ?? 25;
+  const rows = await listDeliveries(
+    ctx.db.root,
+    tenantId,
+    {
+      status: query.status as DeliveryStatus | undefined,
+      eventType: query.eventType,
+      caseId: query.caseId,
+      webhookKey: query.webhookKey,
+      beforeSeq: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
+    },
+    limit + 1,
+  );
+  const page = rows.slice(0, limit);
+  const attempts = await listAttempts(
+    ctx.db.root,
+    tenantId,
+    page.map((r) => r.id),
+  );
+  const byDelivery = new Map<string, AttemptRow[]>();
+  for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), a]);
+  const last = page.at(-1);
+  return {
+    deliveries: page.map((r) => toDeliveryView(r, byDelivery.get(r.id) ?? [])),
+    nextCursor: rows.length > limit && last ? encodeCursor(last.seq) : null,
+  };
+}
+
+async function requireDelivery(ctx: AppContext, deliveryId: string): Promise<DeliveryRow> {
+  const row = isUuid(deliveryId) ? await findDelivery(ctx.db.root, deliveryId) : undefined;
+  if (!row) throw notFound("webhook delivery");
+  return row;
+}
+
+/** One delivery with its attempts and the exact body every attempt sent. */
+export async function getDelivery(
+  ctx: AppContext,
+  deliveryId: string,
+): Promise<DeliveryView & { tenantId: string; body: string }> {
+  const row = await requireDelivery(ctx, deliveryId);
+  const attempts = await listAttempts(ctx.db.root, row.tenant_id, [row.id]);
+  return { tenantId: row.tenant_id, ...toDeliveryView(row, attempts), body: row.body };
+}
+
+/** The same fields in the same order, under a fresh webhookId. */
+function payloadOf(row: DeliveryRow): Record<string, unknown> {
+  return JSON.parse(row.body) as Record<string, unknown>;
+}
+
+/**
+ * Sends a delivery's event again as a new delivery with a fresh webhookId (the receiver sees a
+ * new delivery, not a retry), to the same configuration.
+ */
+export async function redeliver(ctx: AppContext, deliveryId: string): Promise<DeliveryView> {
+  if (!isUuid(deliveryId)) throw notFound("webhook delivery");
+  const created = await ctx.db.transaction(async (tx) => {
+    const original = await findDelivery(tx, deliveryId, true);
+    if (!original) throw notFound("webhook delivery");
+    const [queued] = await queueDeliveries(tx, [
+      {
+        tenantId: original.tenant_id,
+        eventId: original.event_id,
+        caseId: original.case_id,
+        eventType: original.event_type,
+        webhookKey: original.webhook_key,
+        payload: payloadOf(original),
+        redeliveryOf: original.id,
+      },
+    ]);
+    if (!queued) throw new Error("redelivery was not queued");
+    await markSuperseded(tx, original.tenant_id, [{ original: original.id, replacement: queued.deliveryId }]);
+    return queued.deliveryId;
+  });
+  ctx.log.info({ deliveryId, redeliveryId: created }, "webhook redelivery queued");
+  const row = await findDelivery(ctx.db.root, created);
+  if (!row) throw new Error("redelivery vanished");
+  return toDeliveryView(row, []);
+}
+
+export interface RedeliverFailedInput {
+  since: string;
+  until?: string;
+  eventType?: string;
+  webhookKey?: string;
+}
+
+/**
+ * Redelivers every failed delivery of a tenant created in the window that no redelivery has
+ * replaced yet, each as a new delivery with a fresh webhookId. Each event goes out once however
+ * often this is called; at most REDELIVER_BATCH per call (`hasMore` says to call again).
+ */
+export async function redeliverFailed(
+  ctx: AppContext,
+  tenantId: string,
+  input: RedeliverFailedInput,
+): Promise<{ redelivered: number; deliveryIds: string[]; hasMore: boolean }> {
+  await requireTenant(ctx.db.root, tenantId);
+  checkFilters({ eventType: input.eventType });
+  const since = new Date(input.since);
+  const until = input.until === undefined ? undefined : new Date(input.until);
+  if (until && until <= since) {
+    throw badRequest("until must be later than since", [
+      { path: "body.until", message: "must be later than since" },
+    ]);
+  }
+  const result = await ctx.db.transaction(async (tx) => {
+    const failed = await lockFailedDeliveries(
+      tx,
+      tenantId,
+      { since, until, eventType: input.eventType, webhookKey: input.webhookKey },
+      REDELIVER_BATCH + 1,
+    );
+    const batch = failed.slice(0, REDELIVER_BATCH);
+    const queued = await queueDeliveries(
+      tx,
+      batch.map((original) => ({
+        tenantId,
+        eventId: original.event_id,
+        caseId: original.case_id,
+        eventType: original.event_type,
+        webhookKey: original.webhook_key,
+        payload: payloadOf(original),
+        redeliveryOf: original.id,
+      })),
+    );
+    await markSuperseded(
+      tx,
+      tenantId,
+      batch.map((original, i) => ({ original: original.id, replacement: queued[i]?.deliveryId as string })),
+    );
+    return { deliveryIds: queued.map((q) => q.deliveryId), hasMore: failed.length > REDELIVER_BATCH };
+  });
+  ctx.log.info({ tenantId, count: result.deliveryIds.length }, "failed webhook deliveries redelivered");
+  return { redelivered: result.deliveryIds.length, ...result };
+}

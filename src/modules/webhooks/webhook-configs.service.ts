@@ -1,0 +1,222 @@
+import type { AppContext } from "../../platform/context.js";
+import type { WebhookSecret } from "../../platform/db/schema.js";
+import { badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
+import { requireTenant } from "../tenants/tenants.service.js";
+import { BlockedTargetError, checkTargetHost, hostOf } from "./target-safety.js";
+import {
+  deleteWebhookConfig,
+  findWebhookConfig,
+  listWebhookConfigs,
+  upsertWebhookConfig,
+  type WebhookConfigRow,
+} from "./webhook-configs.repo.js";
+
+export const WEBHOOK_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const SECRET_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
+export const MIN_SECRET_LENGTH = 16;
+export const MAX_SECRET_LENGTH = 512;
+export const MAX_SECRETS = 10;
+export const MAX_URL_LENGTH = 2048;
+export const DEFAULT_MAX_ATTEMPTS = 5;
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+export interface WebhookConfigInput {
+  url: string;
+  /** `{id}` without a secret keeps the secret stored under that id (rotation without re-sending it). */
+  secrets: Array<{ id?: string; secret?: string }>;
+  activeSecretId?: string | null;
+  maxAttempts?: number;
+  timeoutMs?: number;
+}
+
+export interface WebhookConfigView {
+  webhookKey: string;
+  url: string;
+  /** The ids of the rotation set, never the values. */
+  secrets: Array<{ id: string | null }>;
+  activeSecretId: string | null;
+  maxAttempts: number;
+  timeoutMs: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function toConfigView(row: WebhookConfigRow): WebhookConfigView {
+  return {
+    webhookKey: row.webhook_key,
+    url: row.url,
+    secrets: row.secrets.map((s) => ({ id: s.id ?? null })),
+    activeSecretId: row.active_secret_id,
+    maxAttempts: row.max_attempts,
+    timeoutMs: row.timeout_ms,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+export function checkWebhookKey(webhookKey: string, path: string): void {
+  if (!WEBHOOK_KEY_PATTERN.test(webhookKey)) {
+    const message = "must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit";
+    throw badRequest(`webhook key ${message}`, [{ path, message }]);
+  }
+}
+
+/** Problems with the URL's form (protocol, credentials, length), without touching the network. */
+function urlProblems(ctx: AppContext, raw: string): { url?: URL; problems: string[] } {
+  if (raw.length > MAX_URL_LENGTH) return { problems: [`must be at most ${MAX_URL_LENGTH} characters`] };
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { problems: ["is not a valid absolute URL"] };
+  }
+  const problems: string[] = [];
+  if (url.protocol !== "https:" && url.protocol !== "http:") problems.push("must be an http or https URL");
+  else if (ctx.config.env === "production" && url.protocol !== "https:") {
+    problems.push("must be an https URL in production");
+  }
+  if (url.username || url.password) {
+    problems.push("must not carry credentials; receivers authenticate webhooks by their signature");
+  }
+  if (!url.hostname) problems.push("must name a host");
+  return { url, problems };
+}
+
+/** Refuses, unless private targets are allowed, a host that does not resolve to public addresses only. */
+async function targetProblem(ctx: AppContext, url: URL): Promise<string | undefined> {
+  if (ctx.config.allowPrivateTargets) return undefined;
+  try {
+    await checkTargetHost(hostOf(url));
+    return undefined;
+  } catch (err) {
+    if (err instanceof BlockedTargetError) return err.message;
+    return `host ${url.hostname} does not resolve (${(err as NodeJS.ErrnoException).code ?? "lookup failed"})`;
+  }
+}
+
+function secretsOf(
+  input: WebhookConfigInput,
+  stored: WebhookSecret[],
+  details: ErrorDetail[],
+): { secrets: WebhookSecret[]; activeSecretId: string | null } {
+  const secrets: WebhookSecret[] = [];
+  const seen = new Set<string>();
+  const anonymous = input.secrets.length === 1 && input.secrets[0]?.id === undefined;
+  input.secrets.forEach((entry, i) => {
+    const path = `body.secrets.${i}`;
+    if (entry.id === undefined && !anonymous) {
+      details.push({ path: `${path}.id`, message: "is required when there is more than one secret" });
+      return;
+    }
+    if (entry.id !== undefined) {
+      if (!SECRET_ID_PATTERN.test(entry.id)) {
+        details.push({
+          path: `${path}.id`,
+          message: "must be 1 to 64 letters, digits, '.', '_', ':' or '-', starting with a letter or digit",
+        });
+        return;
+      }
+      if (seen.has(entry.id)) {
+        details.push({ path: `${path}.id`, message: `repeats the id "${entry.id}"` });
+        return;
+      }
+      seen.add(entry.id);
+    }
+    let secret = entry.secret;
+    if (secret === undefined) {
+      secret = stored.find((s) => entry.id !== undefined && s.id === entry.id)?.secret;
+      if (secret === undefined) {
+        details.push({
+          path: `${path}.secret`,
+          message: `is required: no secret is stored under the id "${entry.id ?? ""}" to keep`,
+        });
+        return;
+      }
+    } else if ([...secret].length < MIN_SECRET_LENGTH || [...secret].length > MAX_SECRET_LENGTH) {
+      details.push({
+        path: `${path}.secret`,
+        message: `must be ${MIN_SECRET_LENGTH} to ${MAX_SECRET_LENGTH} characters`,
+      });
+      return;
+    }
+    // The one-secret form stores no id, and its attempts carry no X-Service-Secret-ID.
+    secrets.push(entry.id === undefined ? ({ secret } as WebhookSecret) : { id: entry.id, secret });
+  });
+
+  const active = input.activeSecretId ?? null;
+  if (anonymous) {
+    if (active !== null) {
+      details.push({ path: "body.activeSecretId", message: "names no secret: the one secret has no id" });
+    }
+  } else if (active === null) {
+    details.push({ path: "body.activeSecretId", message: "is required: name the secret that signs" });
+  } else if (!input.secrets.some((s) => s.id === active)) {
+    details.push({ path: "body.activeSecretId", message: `"${active}" is not the id of one of the secrets` });
+  }
+  return { secrets, activeSecretId: anonymous ? null : active };
+}
+
+export async function putWebhookConfig(
+  ctx: AppContext,
+  tenantId: string,
+  webhookKey: string,
+  input: WebhookConfigInput,
+): Promise<WebhookConfigView> {
+  await requireTenant(ctx.db.root, tenantId);
+  checkWebhookKey(webhookKey, "params.webhookKey");
+  const details: ErrorDetail[] = [];
+  const { url, problems } = urlProblems(ctx, input.url.trim());
+  for (const message of problems) details.push({ path: "body.url", message });
+  const existing = await findWebhookConfig(ctx.db.root, tenantId, webhookKey);
+  const { secrets, activeSecretId } = secretsOf(input, existing?.secrets ?? [], details);
+  if (url && problems.length === 0) {
+    const problem = await targetProblem(ctx, url);
+    if (problem) details.push({ path: "body.url", message: problem });
+  }
+  if (details.length > 0) {
+    throw badRequest(
+      `invalid webhook configuration: ${details.map((d) => `${d.path} ${d.message}`).join("; ")}`,
+      details,
+    );
+  }
+  const row = await upsertWebhookConfig(ctx.db.root, tenantId, webhookKey, {
+    url: input.url.trim(),
+    secrets,
+    activeSecretId,
+    maxAttempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+  });
+  ctx.log.info({ tenantId, webhookKey, activeSecretId }, "webhook configuration stored");
+  return toConfigView(row);
+}
+
+export async function getWebhookConfigs(ctx: AppContext, tenantId: string): Promise<WebhookConfigView[]> {
+  await requireTenant(ctx.db.root, tenantId);
+  return (await listWebhookConfigs(ctx.db.root, tenantId)).map(toConfigView);
+}
+
+export async function getWebhookConfig(
+  ctx: AppContext,
+  tenantId: string,
+  webhookKey: string,
+): Promise<WebhookConfigView> {
+  await requireTenant(ctx.db.root, tenantId);
+  const row = await findWebhookConfig(ctx.db.root, tenantId, webhookKey);
+  if (!row) throw notFound("webhook configuration");
+  return toConfigView(row);
+}
+
+/**
+ * Removes a configuration. Deliveries still routed to it fail at their next attempt with a
+ * reason naming the missing configuration, and can be redelivered once it exists again.
+ */
+export async function removeWebhookConfig(
+  ctx: AppContext,
+  tenantId: string,
+  webhookKey: string,
+): Promise<void> {
+  await requireTenant(ctx.db.root, tenantId);
+  if (!(await deleteWebhookConfig(ctx.db.root, tenantId, webhookKey)))
+    throw notFound("webhook configuration");
+  ctx.log.info({ tenantId, webhookKey }, "webhook configuration deleted");
+}

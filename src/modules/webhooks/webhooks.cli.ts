@@ -1,0 +1,157 @@
+import type { Command } from "commander";
+import { type CliContext, positiveInt } from "../../cli/context.js";
+
+interface SecretArg {
+  id?: string;
+  secret?: string;
+}
+
+function collectSecret(value: string, previous: SecretArg[] = []): SecretArg[] {
+  if (value.startsWith("=")) return [...previous, { secret: value.slice(1) }];
+  const eq = value.indexOf("=");
+  if (eq <= 0) throw new Error(`expected <id>=<secret> (or =<secret> for a single secret without id)`);
+  return [...previous, { id: value.slice(0, eq), secret: value.slice(eq + 1) }];
+}
+
+function collectKept(value: string, previous: SecretArg[] = []): SecretArg[] {
+  return [...previous, { id: value }];
+}
+
+const t = (tenant: string) => `/admin/tenants/${encodeURIComponent(tenant)}`;
+
+export function webhooksCli(program: Command, cli: CliContext): void {
+  const webhook = program.command("webhook").description("a tenant's webhook configurations");
+  webhook
+    .command("set")
+    .description("create or replace a webhook configuration")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .option("--key <webhookKey>", "the configuration: default, or a name events refer to", "default")
+    .requiredOption("--endpoint <url>", "the URL events are POSTed to")
+    .option(
+      "--secret <id=secret>",
+      "a signing secret of the rotation set (repeatable); =<secret> for a single secret without id",
+      collectSecret,
+    )
+    .option("--keep-secret <id>", "keep the secret stored under this id (repeatable)", collectKept)
+    .option("--active-secret <id>", "the secret that signs new attempts")
+    .option("--max-attempts <n>", "attempts before a delivery fails (default 5)", positiveInt)
+    .option("--timeout-ms <ms>", "deadline of one attempt (default 10000)", positiveInt)
+    .action(
+      async (opts: {
+        tenant: string;
+        key: string;
+        endpoint: string;
+        secret?: SecretArg[];
+        keepSecret?: SecretArg[];
+        activeSecret?: string;
+        maxAttempts?: number;
+        timeoutMs?: number;
+      }) => {
+        const secrets = [...(opts.keepSecret ?? []), ...(opts.secret ?? [])];
+        if (secrets.length === 0) throw new Error("give at least one --secret or --keep-secret");
+        const only = secrets.length === 1 ? secrets[0] : undefined;
+        cli.print(
+          await cli.client().request("PUT", `${t(opts.tenant)}/webhooks/${encodeURIComponent(opts.key)}`, {
+            url: opts.endpoint,
+            secrets,
+            ...(opts.activeSecret
+              ? { activeSecretId: opts.activeSecret }
+              : only?.id
+                ? { activeSecretId: only.id }
+                : {}),
+            ...(opts.maxAttempts === undefined ? {} : { maxAttempts: opts.maxAttempts }),
+            ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
+          }),
+        );
+      },
+    );
+  webhook
+    .command("list")
+    .description("list a tenant's webhook configurations (never the secret values)")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .action(async (opts: { tenant: string }) => {
+      cli.print(await cli.client().request("GET", `${t(opts.tenant)}/webhooks`));
+    });
+  webhook
+    .command("delete")
+    .description("delete a webhook configuration")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .requiredOption("--key <webhookKey>", "the configuration")
+    .action(async (opts: { tenant: string; key: string }) => {
+      await cli.client().request("DELETE", `${t(opts.tenant)}/webhooks/${encodeURIComponent(opts.key)}`);
+      cli.note(`deleted webhook configuration ${opts.key}`);
+    });
+
+  const delivery = program.command("delivery").description("the webhook delivery log and redelivery");
+  delivery
+    .command("list")
+    .description("a tenant's deliveries, newest first, with every attempt")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .option("--status <status>", "pending, succeeded or failed")
+    .option("--event-type <type>", "e.g. case.decided")
+    .option("--case <caseId>", "deliveries of one case")
+    .option("--key <webhookKey>", "deliveries to one configuration")
+    .option("--limit <n>", "page size, 1 to 100 (default 25)", positiveInt)
+    .option("--cursor <cursor>", "the nextCursor of the previous page")
+    .action(
+      async (opts: {
+        tenant: string;
+        status?: string;
+        eventType?: string;
+        case?: string;
+        key?: string;
+        limit?: number;
+        cursor?: string;
+      }) => {
+        const query = new URLSearchParams();
+        if (opts.status) query.set("status", opts.status);
+        if (opts.eventType) query.set("eventType", opts.eventType);
+        if (opts.case) query.set("caseId", opts.case);
+        if (opts.key) query.set("webhookKey", opts.key);
+        if (opts.limit) query.set("limit", String(opts.limit));
+        if (opts.cursor) query.set("cursor", opts.cursor);
+        const qs = query.size > 0 ? `?${query}` : "";
+        cli.print(await cli.client().request("GET", `${t(opts.tenant)}/webhook-deliveries${qs}`));
+      },
+    );
+  delivery
+    .command("show")
+    .description("one delivery with its attempts and the exact body sent")
+    .argument("<deliveryId>")
+    .action(async (deliveryId: string) => {
+      cli.print(
+        await cli.client().request("GET", `/admin/webhook-deliveries/${encodeURIComponent(deliveryId)}`),
+      );
+    });
+  delivery
+    .command("redeliver")
+    .description("send a delivery's event again, with a fresh webhookId")
+    .argument("<deliveryId>")
+    .action(async (deliveryId: string) => {
+      cli.print(
+        await cli
+          .client()
+          .request("POST", `/admin/webhook-deliveries/${encodeURIComponent(deliveryId)}/redeliver`),
+      );
+    });
+  delivery
+    .command("redeliver-failed")
+    .description("redeliver every failed delivery of a tenant created since a time")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .requiredOption("--since <timestamp>", "RFC 3339, e.g. 2025-01-31T09:00:00Z")
+    .option("--until <timestamp>", "RFC 3339; default now")
+    .option("--event-type <type>", "only this event type")
+    .option("--key <webhookKey>", "only deliveries to this configuration")
+    .action(
+      async (opts: { tenant: string; since: string; until?: string; eventType?: string; key?: string }) => {
+        cli.print(
+          await cli.client().request("POST", `${t(opts.tenant)}/webhook-deliveries/redeliver-failed`, {
+            since: opts.since,
+            ...(opts.until ? { until: opts.until } : {}),
+            ...(opts.eventType ? { eventType: opts.eventType } : {}),
+            ...(opts.key ? { webhookKey: opts.key } : {}),
+          }),
+        );
+      },
+    );
+}

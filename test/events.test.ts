@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { emitEvent, type NewEvent } from "../src/modules/events/events.js";
+import { createTestApp, type TestApp } from "./support/app.js";
+import { createStoredCase, createTenant } from "./support/fixtures.js";
+
+let h: TestApp;
+beforeAll(async () => {
+  h = await createTestApp();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+async function newCase(): Promise<{ tenantId: string; caseId: string }> {
+  const tenantId = await createTenant(h.app);
+  return { tenantId, caseId: await createStoredCase(h.ctx, tenantId) };
+}
+
+function rfiRequested(tenantId: string, caseId: string, webhookKey: string | null): NewEvent {
+  return {
+    tenantId,
+    caseId,
+    type: "case.rfi_requested",
+    webhookKey,
+    payload: {
+      event_type: "case.rfi_requested",
+      tenant_id: tenantId,
+      case_id: caseId,
+      rfi_id: "0b6f7c1e-2f43-4f0e-9a51-8d2f3c4b5a69",
+      case_type: "KYC",
+      to: "ada@example.com",
+      subject: "Proof of address",
+      body: "Please upload a recent utility bill.",
+      requested_by: "analyst:u-17",
+      source: "analyst",
+      ...(webhookKey ? { webhook_key: webhookKey } : {}),
+      timestamp: "2025-03-01T10:00:00.000Z",
+    },
+  };
+}
+
+async function rowsOf(caseId: string) {
+  const events = await h.ctx.db.root.selectFrom("events").selectAll().where("case_id", "=", caseId).execute();
+  const deliveries = await h.ctx.db.root
+    .selectFrom("webhook_deliveries")
+    .selectAll()
+    .where("case_id", "=", caseId)
+    .execute();
+  const jobs = await h.ctx.db.root
+    .selectFrom("jobs")
+    .selectAll()
+    .where("kind", "=", "webhooks.deliver")
+    .where(
+      "payload",
+      "@>",
+      // biome-ignore lint/suspicious/noExplicitAny: a jsonb containment operand
+      JSON.stringify({ deliveryId: deliveries[0]?.id ?? "none" }) as any,
+    )
+    .execute();
+  return { events, deliveries, jobs };
+}
+
+describe("emitEvent", () => {
+  it("writes the event, its delivery with the body serialized once, and the delivery job when the transaction commits", async () => {
+    const { tenantId, caseId } = await newCase();
+    const event = rfiRequested(tenantId, caseId, "rfi");
+    const eventId = await h.ctx.db.transaction((tx) => emitEvent(tx, event));
+    const { events, deliveries, jobs } = await rowsOf(caseId);
+    expect(events).toEqual([
+      expect.objectContaining({
+        id: eventId,
+        tenant_id: tenantId,
+        event_type: "case.rfi_requested",
+        webhook_key: "rfi",
+      }),
+    ]);
+    expect(events[0]?.payload).toEqual(event.payload);
+    const [delivery] = deliveries;
+    expect(delivery).toMatchObject({
+      event_id: eventId,
+      webhook_key: "rfi",
+      status: "pending",
+      attempt_count: 0,
+    });
+    expect(delivery?.body).toBe(JSON.stringify({ webhookId: delivery?.webhook_id, ...event.payload }));
+    expect(jobs).toHaveLength(1);
+    // What enqueue() writes for a job without a key: due now, the default attempts, not locked.
+    expect(jobs[0]).toMatchObject({
+      kind: "webhooks.deliver",
+      payload: { deliveryId: delivery?.id, tenantId, webhookKey: "rfi" },
+      job_key: null,
+      attempts: 0,
+      max_attempts: 25,
+      locked_by: null,
+      failed_at: null,
+    });
+    expect(jobs[0]?.run_at.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+  });
+
+  it("routes an event without a webhook key to the default configuration", async () => {
+    const { tenantId, caseId } = await newCase();
+    await h.ctx.db.transaction((tx) => emitEvent(tx, rfiRequested(tenantId, caseId, null)));
+    const { events, deliveries } = await rowsOf(caseId);
+    expect(events[0]?.webhook_key).toBeNull();
+    expect(deliveries[0]?.webhook_key).toBe("default");
+  });
+
+  it("leaves no event, delivery or job behind when the transaction rolls back", async () => {
+    const { tenantId, caseId } = await newCase();
+    await expect(
+      h.ctx.db.transaction(async (tx) => {
+        await emitEvent(tx, rfiRequested(tenantId, caseId, null));
+        throw new Error("the change failed");
+      }),
+    ).rejects.toThrow("the change failed");
+    const { events, deliveries } = await rowsOf(caseId);
+    expect(events).toEqual([]);
+    expect(deliveries).toEqual([]);
+    const jobs = await h.ctx.db.root
+      .selectFrom("jobs")
+      .select("id")
+      .where("kind", "=", "webhooks.deliver")
+      // biome-ignore lint/suspicious/noExplicitAny: a jsonb containment operand
+      .where("payload", "@>", JSON.stringify({ tenantId }) as any)
+      .execute();
+    expect(jobs).toEqual([]);
+  });
+
+  it("gives every event its own webhookId, first in the body, whatever the payload carries", async () => {
+    const { tenantId, caseId } = await newCase();
+    const event = rfiRequested(tenantId, caseId, null);
+    await h.ctx.db.transaction(async (tx) => {
+      await emitEvent(tx, event);
+      await emitEvent(tx, { ...event, payload: { webhookId: "caller-chosen", ...event.payload } });
+    });
+    const { deliveries } = await rowsOf(caseId);
+    expect(deliveries).toHaveLength(2);
+    const ids = deliveries.map((d) => JSON.parse(d.body).webhookId);
+    expect(ids).toEqual(deliveries.map((d) => d.webhook_id));
+    expect(new Set(ids).size).toBe(2);
+    expect(ids).not.toContain("caller-chosen");
+    for (const d of deliveries) expect(Object.keys(JSON.parse(d.body))[0]).toBe("webhookId");
+  });
+});

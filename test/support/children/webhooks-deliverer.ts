@@ -1,0 +1,48 @@
+/**
+ * A delivering process for the webhook crash test: the service's workers over the database the
+ * environment names (DATABASE_URL, else the embedded one in CDS_DATA_DIR). Prints "ready" once
+ * it works, and "settled <succeeded> <failed>" whenever no delivery is pending. SIGTERM stops it
+ * cleanly; the test mostly ends it with SIGKILL.
+ */
+import { loadConfig } from "../../../src/config.js";
+import { createBlobStore } from "../../../src/platform/blobs/index.js";
+import { openDb } from "../../../src/platform/db/index.js";
+import { createLogger } from "../../../src/platform/logger.js";
+import { startWorker } from "../../../src/worker.js";
+
+const config = loadConfig(process.env);
+const db = await openDb({
+  databaseUrl: config.databaseUrl,
+  dataDir: config.databaseUrl ? undefined : config.dataDir,
+  poolSize: config.dbPoolSize,
+});
+const ctx = { config, db, log: createLogger(config.logLevel), blobs: createBlobStore(config) };
+const worker = await startWorker(ctx);
+process.stdout.write(`ready ${process.pid}\n`);
+
+let checking = false;
+const poll = setInterval(() => {
+  if (checking) return;
+  checking = true;
+  db.root
+    .selectFrom("webhook_deliveries")
+    .select(["status", (eb) => eb.fn.countAll<number>().as("n")])
+    .groupBy("status")
+    .execute()
+    .then((rows) => {
+      const count = (status: string) => Number(rows.find((r) => r.status === status)?.n ?? 0);
+      if (count("pending") === 0) process.stdout.write(`settled ${count("succeeded")} ${count("failed")}\n`);
+    })
+    .catch(() => {})
+    .finally(() => {
+      checking = false;
+    });
+}, 200);
+
+process.once("SIGTERM", () => {
+  clearInterval(poll);
+  void worker
+    .stop()
+    .then(() => db.close())
+    .then(() => process.exit(0));
+});

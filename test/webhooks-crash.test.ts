@@ -1,0 +1,149 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, expect, it } from "vitest";
+import { insertCase } from "../src/modules/cases/cases.repo.js";
+import { emitEvent } from "../src/modules/events/events.js";
+import { insertTenant } from "../src/modules/tenants/tenants.repo.js";
+import { upsertWebhookConfig } from "../src/modules/webhooks/webhook-configs.repo.js";
+import { uuid } from "../src/platform/crypto.js";
+import { type Db, openDb } from "../src/platform/db/index.js";
+import { migrate } from "../src/platform/migrate.js";
+import { verifyWebhook } from "../src/verify-webhook.js";
+import { ADMIN_TOKEN } from "./support/app.js";
+import { type Child, runTs } from "./support/children/process.js";
+import { createServerDatabase, SERVER_URL } from "./support/db.js";
+import { type ReceivedRequest, Receiver, TEST_WEBHOOK_SECRET } from "./support/receiver.js";
+
+const EVENTS = 1000;
+/** The delivering process is killed each time this many more requests have arrived. */
+const KILL_EVERY = 300;
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterAll(async () => {
+  for (const clean of cleanups.reverse()) await clean();
+});
+
+/** The database the children deliver from: a data directory of its own, or a server database. */
+async function database(): Promise<{ open(): Promise<Db>; env: Record<string, string> }> {
+  if (SERVER_URL) {
+    const server = await createServerDatabase();
+    cleanups.push(() => server.drop());
+    return { open: () => openDb({ databaseUrl: server.url }), env: { DATABASE_URL: server.url } };
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-crash-"));
+  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return { open: () => openDb({ dataDir: dir }), env: { CDS_DATA_DIR: dir } };
+}
+
+async function seed(db: Db, url: string): Promise<{ expected: Map<number, string> }> {
+  await migrate(db);
+  const tenantId = uuid();
+  await insertTenant(db.root, tenantId, "Crash Bank");
+  await upsertWebhookConfig(db.root, tenantId, "default", {
+    url,
+    secrets: [{ id: "s1", secret: TEST_WEBHOOK_SECRET }],
+    activeSecretId: "s1",
+    maxAttempts: 10,
+    timeoutMs: 5000,
+  });
+  const caseRow = await insertCase(db.root, {
+    id: uuid(),
+    tenantId,
+    requestId: uuid(),
+    status: "running",
+    type: "KYC",
+    workflowId: "kyc",
+    workflowVersion: 1,
+    subject: { person: { firstName: "Ada", lastName: "Lovelace" } },
+    payload: {},
+    metadata: {},
+    externalCustomerId: null,
+    eventTimestamp: null,
+    idempotencyKey: null,
+    dryRun: false,
+  });
+  for (let batch = 0; batch < EVENTS / 100; batch++) {
+    await db.transaction(async (tx) => {
+      for (let i = batch * 100; i < (batch + 1) * 100; i++) {
+        await emitEvent(tx, {
+          tenantId,
+          caseId: caseRow.id,
+          type: "node.notification",
+          webhookKey: null,
+          payload: {
+            event_type: "node.notification",
+            tenantId,
+            caseId: caseRow.id,
+            nodeId: "notify_progress",
+            webhookKey: null,
+            output: { sequence: i },
+          },
+        });
+      }
+    });
+  }
+  const rows = await db.root.selectFrom("webhook_deliveries").select(["body", "webhook_id"]).execute();
+  const expected = new Map(rows.map((r) => [JSON.parse(r.body).output.sequence as number, r.webhook_id]));
+  return { expected };
+}
+
+const sequenceOf = (r: ReceivedRequest): number => r.json().output.sequence;
+
+it("delivers each of 1,000 events at least once while the delivering process is killed with SIGKILL, a duplicate keeping its webhookId", async () => {
+  const receiver = await Receiver.start();
+  cleanups.push(() => receiver.close());
+  // A little latency keeps attempts in flight when the kill comes, so some are cut short.
+  receiver.on("/crash", { delayMs: 15 });
+  const store = await database();
+  const db = await store.open();
+  const { expected } = await seed(db, receiver.url("/crash"));
+  expect(expected.size).toBe(EVENTS);
+  // The embedded database can be open in one process only; a server database stays open here.
+  await db.close();
+
+  const env = {
+    ...store.env,
+    CDS_ADMIN_TOKEN: ADMIN_TOKEN,
+    CDS_LOG_LEVEL: "silent",
+    CDS_JOB_LEASE_SECONDS: "1",
+    CDS_JOB_POLL_MS: "100",
+    CDS_ALLOW_PRIVATE_TARGETS: "true",
+  };
+  const distinct = () => new Set(receiver.requests.map(sequenceOf)).size;
+  let kills = 0;
+  let child: Child | undefined;
+  cleanups.push(() => child?.kill("SIGKILL"));
+  while (distinct() < EVENTS - KILL_EVERY / 2) {
+    child = runTs("test/support/children/webhooks-deliverer.ts", [], env);
+    await child.line(/^ready/, 30_000);
+    const target = receiver.requests.length + KILL_EVERY;
+    await receiver.waitUntil(() => receiver.requests.length >= target || distinct() === EVENTS, {
+      timeoutMs: 20_000,
+    });
+    child.kill("SIGKILL");
+    expect(await child.exited).toBe("SIGKILL");
+    kills++;
+  }
+
+  child = runTs("test/support/children/webhooks-deliverer.ts", [], env);
+  await child.line(/^ready/, 30_000);
+  await receiver.waitUntil(() => distinct() === EVENTS, { timeoutMs: 30_000, what: "every event" });
+  const [, succeeded, failed] = await child.line(/^settled (\d+) (\d+)$/, 30_000);
+  child.kill("SIGTERM");
+  expect(await child.exited).toBe(0);
+
+  expect(kills).toBeGreaterThanOrEqual(3);
+  for (const request of receiver.requests) {
+    const body = request.json();
+    expect(body.webhookId).toBe(expected.get(body.output.sequence));
+    expect(
+      verifyWebhook({ body: request.body, headers: request.headers, secrets: { s1: TEST_WEBHOOK_SECRET } }),
+    ).toBe(true);
+  }
+  expect(distinct()).toBe(EVENTS);
+
+  expect([Number(succeeded), Number(failed)]).toEqual([EVENTS, 0]);
+  const duplicates = receiver.requests.length - EVENTS;
+  process.stdout.write(`crash test: ${kills} kills, ${duplicates} duplicate deliveries\n`);
+}, 120_000);

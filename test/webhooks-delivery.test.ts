@@ -1,0 +1,387 @@
+import { setTimeout as delay } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { emitEvent, type NewEvent } from "../src/modules/events/events.js";
+import { hmacHex } from "../src/platform/crypto.js";
+import { verifyWebhook } from "../src/verify-webhook.js";
+import { createTestApp, type TestApp } from "./support/app.js";
+import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
+import { configureWebhook, Receiver, TEST_WEBHOOK_SECRET, type WebhookSetup } from "./support/receiver.js";
+
+let h: TestApp;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  h = await createTestApp();
+  receiver = await Receiver.start();
+  await h.startWorker();
+});
+afterAll(async () => {
+  await h.close();
+  await receiver.close();
+});
+
+interface Scenario {
+  tenantId: string;
+  caseId: string;
+  path: string;
+}
+
+let paths = 0;
+async function scenario(setup: Partial<WebhookSetup> = {}, webhookKey = "default"): Promise<Scenario> {
+  const tenantId = await createTenant(h.app);
+  const caseId = await createStoredCase(h.ctx, tenantId);
+  const path = `/hooks/${++paths}`;
+  await configureWebhook(h.app, adminHeaders, tenantId, { url: receiver.url(path), ...setup }, webhookKey);
+  return { tenantId, caseId, path };
+}
+
+function decided(s: Scenario, webhookKey: string | null = null): NewEvent {
+  return {
+    tenantId: s.tenantId,
+    caseId: s.caseId,
+    type: "case.decided",
+    webhookKey,
+    payload: {
+      event_type: "case.decided",
+      case_id: s.caseId,
+      tenant_id: s.tenantId,
+      result: {
+        decision: {
+          value: "approved",
+          source: "workflow",
+          actor: "workflow",
+          decidedAt: "2025-03-01T10:00:00.000Z",
+        },
+        decisionHistory: [
+          { value: "approved", source: "workflow", actor: "workflow", decidedAt: "2025-03-01T10:00:00.000Z" },
+        ],
+        workflow_result: { score: 12, note: "Zoë's ünïcode ✓" },
+      },
+      timestamp: "2025-03-01T10:00:00.000Z",
+    },
+  };
+}
+
+function emit(event: NewEvent): Promise<string> {
+  return h.ctx.db.transaction((tx) => emitEvent(tx, event));
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: delivery views are read as JSON
+type Delivery = any;
+
+async function deliveries(tenantId: string, query = ""): Promise<Delivery[]> {
+  const res = await h.app.inject({
+    method: "GET",
+    url: `/admin/tenants/${tenantId}/webhook-deliveries${query}`,
+    headers: adminHeaders,
+  });
+  expect(res.statusCode).toBe(200);
+  return res.json().deliveries;
+}
+
+async function settled(tenantId: string, count = 1, timeoutMs = 20_000): Promise<Delivery[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const list = await deliveries(tenantId);
+    if (list.length >= count && list.every((d) => d.status !== "pending")) return list;
+    if (Date.now() > deadline) throw new Error(`deliveries still pending: ${JSON.stringify(list)}`);
+    await delay(50);
+  }
+}
+
+describe("webhook delivery", () => {
+  it("POSTs JSON signed with the active secret over exactly the bytes sent, webhookId first", async () => {
+    const s = await scenario();
+    const event = decided(s);
+    const eventId = await emit(event);
+    const [request] = await receiver.waitFor(1, { path: s.path });
+    if (!request) throw new Error("no request");
+    expect(request.method).toBe("POST");
+    expect(request.headers["content-type"]).toBe("application/json");
+    expect(request.headers["x-service-secret-id"]).toBe("s1");
+    expect(request.headers["x-service-signature"]).toBe(hmacHex(TEST_WEBHOOK_SECRET, request.body));
+    expect(request.text().startsWith('{"webhookId":"')).toBe(true);
+    const body = request.json();
+    expect(Object.keys(body)[0]).toBe("webhookId");
+    expect(body).toEqual({ webhookId: expect.any(String), ...event.payload });
+    expect(
+      verifyWebhook({ body: request.body, headers: request.headers, secrets: { s1: TEST_WEBHOOK_SECRET } }),
+    ).toBe(true);
+    const tampered = Buffer.from(request.text().replace("approved", "declined"));
+    expect(
+      verifyWebhook({ body: tampered, headers: request.headers, secrets: { s1: TEST_WEBHOOK_SECRET } }),
+    ).toBe(false);
+
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery).toMatchObject({
+      eventId,
+      eventType: "case.decided",
+      caseId: s.caseId,
+      webhookKey: "default",
+      webhookId: body.webhookId,
+      status: "succeeded",
+      attemptCount: 1,
+    });
+    expect(delivery.attempts).toEqual([
+      expect.objectContaining({
+        attempt: 1,
+        statusCode: 200,
+        error: null,
+        secretId: "s1",
+        target: receiver.url(s.path),
+      }),
+    ]);
+  });
+
+  it("routes an event with a webhook key to that configuration and others to default", async () => {
+    const s = await scenario();
+    const callbacksPath = `/hooks/${++paths}`;
+    await configureWebhook(
+      h.app,
+      adminHeaders,
+      s.tenantId,
+      { url: receiver.url(callbacksPath) },
+      "callbacks",
+    );
+    await emit(decided(s, "callbacks"));
+    await emit(decided(s));
+    await receiver.waitFor(1, { path: callbacksPath });
+    await receiver.waitFor(1, { path: s.path });
+    const list = await settled(s.tenantId, 2);
+    expect(list.map((d: Delivery) => d.webhookKey).sort()).toEqual(["callbacks", "default"]);
+    expect(receiver.received(callbacksPath)).toHaveLength(1);
+    expect(receiver.received(s.path)).toHaveLength(1);
+  });
+
+  it("records a delivery to a configuration that does not exist as failed, naming it", async () => {
+    const s = await scenario();
+    await emit(decided(s, "no-such-hook"));
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery.status).toBe("failed");
+    expect(delivery.webhookKey).toBe("no-such-hook");
+    expect(delivery.lastError).toMatch(/no webhook configuration "no-such-hook"/);
+    expect(delivery.attempts).toEqual([]);
+    expect(receiver.received(s.path)).toHaveLength(0);
+  });
+
+  it("a tenant without any configuration gets its deliveries recorded as failed", async () => {
+    const tenantId = await createTenant(h.app);
+    const caseId = await createStoredCase(h.ctx, tenantId);
+    await emit(decided({ tenantId, caseId, path: "" }));
+    const [delivery] = await settled(tenantId);
+    expect(delivery).toMatchObject({ status: "failed", webhookKey: "default" });
+    expect(delivery.lastError).toMatch(/no webhook configuration "default"/);
+  });
+});
+
+describe.concurrent("retries", () => {
+  it("retries a failing endpoint after 1 s, 2 s and 4 s with the same bytes, then fails after maxAttempts", async () => {
+    const s = await scenario({ maxAttempts: 4 });
+    receiver.on(s.path, { status: 500, body: "upstream exploded" });
+    await emit(decided(s));
+    const requests = await receiver.waitFor(4, { path: s.path, timeoutMs: 20_000 });
+    const gaps = requests.slice(1).map((r, i) => r.at - (requests[i]?.at ?? 0));
+    for (const [i, expected] of [1000, 2000, 4000].entries()) {
+      expect(gaps[i]).toBeGreaterThanOrEqual(expected - 20);
+      expect(gaps[i]).toBeLessThan(expected + 600);
+    }
+    expect(new Set(requests.map((r) => r.body.toString("hex"))).size).toBe(1);
+    expect(new Set(requests.map((r) => r.json().webhookId)).size).toBe(1);
+
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery.status).toBe("failed");
+    expect(delivery.attemptCount).toBe(4);
+    expect(delivery.nextAttemptAt).toBeNull();
+    expect(delivery.attempts.map((a: Delivery) => [a.attempt, a.statusCode, a.error])).toEqual([
+      [1, 500, "HTTP 500"],
+      [2, 500, "HTTP 500"],
+      [3, 500, "HTTP 500"],
+      [4, 500, "HTTP 500"],
+    ]);
+    expect(delivery.attempts[0].responseBody).toBe("upstream exploded");
+    const jobs = await h.ctx.db.root
+      .selectFrom("jobs")
+      .select("id")
+      .where("kind", "=", "webhooks.deliver")
+      .where((eb) => eb(eb.ref("payload", "->>").key("deliveryId" as never), "=", delivery.deliveryId))
+      .execute();
+    expect(jobs).toEqual([]);
+    await delay(1500);
+    expect(receiver.received(s.path)).toHaveLength(4);
+  });
+
+  it("stops after the configured maxAttempts; a configuration that names none gets 5 attempts and 10 s", async () => {
+    const s = await scenario({ maxAttempts: 2 });
+    receiver.on(s.path, { status: 503 });
+    await emit(decided(s));
+    await receiver.waitFor(2, { path: s.path });
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery).toMatchObject({ status: "failed", attemptCount: 2, lastStatusCode: 503 });
+    const config = await h.app.inject({
+      method: "GET",
+      url: `/admin/tenants/${s.tenantId}/webhooks/default`,
+      headers: adminHeaders,
+    });
+    expect(config.json().maxAttempts).toBe(2);
+    const defaults = await scenario();
+    const res = await h.app.inject({
+      method: "GET",
+      url: `/admin/tenants/${defaults.tenantId}/webhooks/default`,
+      headers: adminHeaders,
+    });
+    expect(res.json()).toMatchObject({ maxAttempts: 5, timeoutMs: 10_000 });
+  });
+
+  it("counts a 3xx answer as a failed attempt and does not follow it", async () => {
+    const s = await scenario();
+    const elsewhere = `/hooks/${++paths}`;
+    receiver.on(s.path, (_r, i) =>
+      i === 0 ? { status: 302, headers: { location: receiver.url(elsewhere) } } : {},
+    );
+    await emit(decided(s));
+    await receiver.waitFor(2, { path: s.path });
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery.status).toBe("succeeded");
+    expect(delivery.attempts.map((a: Delivery) => a.statusCode)).toEqual([302, 200]);
+    expect(receiver.received(elsewhere)).toHaveLength(0);
+  });
+
+  it("counts a receiver that stalls past timeoutMs as a failed attempt", async () => {
+    const s = await scenario({ timeoutMs: 300 });
+    receiver.on(s.path, (_r, i) => (i === 0 ? { stall: true } : { status: 204 }));
+    await emit(decided(s));
+    const requests = await receiver.waitFor(2, { path: s.path });
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery.status).toBe("succeeded");
+    const [first, second] = delivery.attempts;
+    expect(first.statusCode).toBeNull();
+    expect(first.error).toMatch(/timed out after 300 ms/);
+    expect(first.latencyMs).toBeGreaterThanOrEqual(295);
+    expect(first.latencyMs).toBeLessThan(1000);
+    expect(second.statusCode).toBe(204);
+    const gap = (requests[1]?.at ?? 0) - (requests[0]?.at ?? 0);
+    expect(gap).toBeGreaterThanOrEqual(1300 - 20);
+    expect(gap).toBeLessThan(1300 + 600);
+  });
+
+  it("counts a slow body past timeoutMs as a failed attempt even when the status came in time", async () => {
+    const s = await scenario({ timeoutMs: 300, maxAttempts: 1 });
+    receiver.on(s.path, { status: 200, body: "ok", bodyDelayMs: 600 });
+    await emit(decided(s));
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery.status).toBe("failed");
+    expect(delivery.attempts[0].error).toMatch(/timed out/);
+  });
+
+  it("retries a refused connection", async () => {
+    const closed = await Receiver.start();
+    const url = closed.url("/gone");
+    await closed.close();
+    const s = await scenario({ url, maxAttempts: 2 });
+    await emit(decided(s));
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery.status).toBe("failed");
+    expect(delivery.attempts).toHaveLength(2);
+    for (const a of delivery.attempts) {
+      expect(a.statusCode).toBeNull();
+      expect(a.error).toMatch(/connection refused/);
+    }
+    const gap = Date.parse(delivery.attempts[1].at) - Date.parse(delivery.attempts[0].at);
+    expect(gap).toBeGreaterThanOrEqual(980);
+    expect(gap).toBeLessThan(1600);
+  });
+
+  it("retries an unresolvable host as a DNS failure", async () => {
+    const s = await scenario({ url: "http://no-such-host.invalid/hook", maxAttempts: 1 });
+    await emit(decided(s));
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery.status).toBe("failed");
+    expect(delivery.attempts[0].error).toMatch(/DNS lookup of no-such-host.invalid failed/);
+  });
+
+  it("waits as long as a 429's Retry-After asks when that is longer than the backoff", async () => {
+    const s = await scenario();
+    receiver.on(s.path, (_r, i) => (i === 0 ? { status: 429, headers: { "retry-after": "2" } } : {}));
+    await emit(decided(s));
+    const requests = await receiver.waitFor(2, { path: s.path });
+    const gap = (requests[1]?.at ?? 0) - (requests[0]?.at ?? 0);
+    expect(gap).toBeGreaterThanOrEqual(2000 - 20);
+    expect(gap).toBeLessThan(2000 + 600);
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery.attempts.map((a: Delivery) => a.statusCode)).toEqual([429, 200]);
+  });
+
+  it("keeps the backoff when a 503's Retry-After asks for less", async () => {
+    const s = await scenario();
+    receiver.on(s.path, (_r, i) => (i === 0 ? { status: 503, headers: { "retry-after": "0" } } : {}));
+    await emit(decided(s));
+    const requests = await receiver.waitFor(2, { path: s.path });
+    const gap = (requests[1]?.at ?? 0) - (requests[0]?.at ?? 0);
+    expect(gap).toBeGreaterThanOrEqual(1000 - 20);
+    expect(gap).toBeLessThan(1000 + 600);
+  });
+
+  it("signs attempts after a rotation with the new active secret and names it", async () => {
+    const s = await scenario();
+    const newSecret = "whsec_rotated_fedcba9876543210";
+    let rotated!: () => void;
+    const rotation = new Promise<void>((resolve) => {
+      rotated = resolve;
+    });
+    receiver.on(s.path, async (_r, i) => {
+      if (i > 0) return {};
+      await rotation;
+      return { status: 500 };
+    });
+    await emit(decided(s));
+    await receiver.waitFor(1, { path: s.path });
+    // The outgoing secret is kept by id; the new one becomes active.
+    await configureWebhook(h.app, adminHeaders, s.tenantId, {
+      url: receiver.url(s.path),
+      secrets: [{ id: "s1" }, { id: "s2", secret: newSecret }],
+      activeSecretId: "s2",
+    });
+    rotated();
+    const [before, after] = await receiver.waitFor(2, { path: s.path });
+    if (!before || !after) throw new Error("expected two requests");
+    expect(before.headers["x-service-secret-id"]).toBe("s1");
+    expect(before.headers["x-service-signature"]).toBe(hmacHex(TEST_WEBHOOK_SECRET, before.body));
+    expect(after.headers["x-service-secret-id"]).toBe("s2");
+    expect(after.headers["x-service-signature"]).toBe(hmacHex(newSecret, after.body));
+    expect(after.body.equals(before.body)).toBe(true);
+    const rotationSet = { s1: TEST_WEBHOOK_SECRET, s2: newSecret };
+    expect(verifyWebhook({ body: after.body, headers: after.headers, secrets: rotationSet })).toBe(true);
+    expect(
+      verifyWebhook({ body: after.body, headers: after.headers, secrets: { s1: TEST_WEBHOOK_SECRET } }),
+    ).toBe(false);
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery.attempts.map((a: Delivery) => a.secretId)).toEqual(["s1", "s2"]);
+  });
+
+  it("sends no X-Service-Secret-ID when the one secret has no id", async () => {
+    const s = await scenario({ secrets: [{ secret: TEST_WEBHOOK_SECRET }] });
+    await emit(decided(s));
+    const [request] = await receiver.waitFor(1, { path: s.path });
+    expect(request?.headers["x-service-secret-id"]).toBeUndefined();
+    expect(request?.headers["x-service-signature"]).toBe(hmacHex(TEST_WEBHOOK_SECRET, request?.body ?? ""));
+  });
+});
+
+describe("isolation", () => {
+  it("a stalled endpoint holds at most its concurrency bound and does not delay another tenant", async () => {
+    const stalled = await scenario({ timeoutMs: 3000, maxAttempts: 1 });
+    receiver.on(stalled.path, { stall: true });
+    const bound = h.ctx.config.webhookEndpointConcurrency;
+    await h.ctx.db.transaction(async (tx) => {
+      for (let i = 0; i < bound * 3; i++) await emitEvent(tx, decided(stalled));
+    });
+    await receiver.waitFor(bound, { path: stalled.path });
+
+    const healthy = await scenario();
+    const started = Date.now();
+    await emit(decided(healthy));
+    await receiver.waitFor(1, { path: healthy.path, timeoutMs: 2000 });
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(receiver.received(stalled.path)).toHaveLength(bound);
+  });
+});
