@@ -11,6 +11,7 @@ export const ERROR_STATUS = {
   not_found: 404,
   conflict: 409,
   gone: 410,
+  precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

@@ -1,0 +1,164 @@
+import { Type } from "typebox";
+import type { App } from "../../platform/app-types.js";
+import type { AppContext } from "../../platform/context.js";
+import { AppError } from "../../platform/errors.js";
+import { RFI_LIMITS } from "./rfi.limits.js";
+import { AdminAnswerBody, AdminRaiseBody } from "./rfi.schemas.js";
+import {
+  cancelRequest,
+  listRequestsOfCase,
+  raiseRequest,
+  remindRequest,
+  tenantOfCase,
+} from "./rfi.service.js";
+import { AnswerResultSchema, InformationRequestSchema } from "./rfi.views.js";
+import { answerAsAnalyst } from "./rfi-answer.service.js";
+import { openDocument } from "./uploads.service.js";
+
+const CaseParams = Type.Object({ caseId: Type.String() });
+const RfiParams = Type.Object({ caseId: Type.String(), rfiId: Type.String() });
+const TAGS = ["operator: information requests"];
+
+/** `filename` for Content-Disposition: an ASCII fallback plus the exact name (RFC 6266 / 5987). */
+function contentDisposition(filename: string): string {
+  const fallback = filename.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  const encoded = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}
+
+function optionalActor(body: unknown): string | undefined {
+  if (body === undefined || body === null) return undefined;
+  const actor = (body as { actor?: unknown }).actor;
+  if (actor === undefined) return undefined;
+  if (typeof actor !== "string" || actor.trim() === "" || actor.length > RFI_LIMITS.actorLength) {
+    throw new AppError("invalid_request", `actor must be 1 to ${RFI_LIMITS.actorLength} characters`);
+  }
+  return actor;
+}
+
+/** The operator API of information requests (analysts act through it). */
+export function rfiAdminRoutes(app: App, ctx: AppContext): void {
+  app.post(
+    "/admin/cases/:caseId/rfi",
+    {
+      config: { admin: true, errorStyle: "rfi" },
+      schema: {
+        tags: TAGS,
+        summary: "Raise an information request as an analyst",
+        description: "`requested_by` is `analyst:<actor>`, `source` `analyst`; emits `case.rfi_requested`.",
+        params: CaseParams,
+        body: AdminRaiseBody,
+        response: { 201: InformationRequestSchema },
+      },
+    },
+    async (request, reply) => {
+      const { actor, ...input } = request.body;
+      const tenantId = await tenantOfCase(ctx, request.params.caseId);
+      const view = await raiseRequest(
+        ctx,
+        tenantId,
+        { kind: "analyst", userId: actor },
+        request.params.caseId,
+        input,
+      );
+      return reply.status(201).send(view);
+    },
+  );
+
+  app.get(
+    "/admin/cases/:caseId/rfi",
+    {
+      config: { admin: true, errorStyle: "rfi" },
+      schema: {
+        tags: TAGS,
+        summary: "List a case's information requests with answers and documents",
+        params: CaseParams,
+        response: { 200: Type.Object({ informationRequests: Type.Array(InformationRequestSchema) }) },
+      },
+    },
+    async (request) => {
+      const tenantId = await tenantOfCase(ctx, request.params.caseId);
+      return { informationRequests: await listRequestsOfCase(ctx, tenantId, request.params.caseId) };
+    },
+  );
+
+  app.post(
+    "/admin/cases/:caseId/rfi/:rfiId/remind",
+    {
+      config: { admin: true, errorStyle: "rfi" },
+      schema: {
+        tags: TAGS,
+        summary: "Send a pending request's case.rfi_requested again (a reminder)",
+        description: "Same `rfi_id`, a fresh `webhookId`. 409 `not_pending` unless the request is pending.",
+        params: RfiParams,
+        response: { 200: InformationRequestSchema },
+      },
+    },
+    async (request) => remindRequest(ctx, request.params.caseId, request.params.rfiId),
+  );
+
+  app.post(
+    "/admin/cases/:caseId/rfi/:rfiId/cancel",
+    {
+      config: { admin: true, errorStyle: "rfi" },
+      schema: {
+        tags: TAGS,
+        summary: "Cancel a pending request",
+        description:
+          "Optional body `{actor}` records who cancelled. A workflow node waiting on the request continues " +
+          "(`onCancelled`). Cancelling again answers 200 unchanged; an answered or expired request is 409 `not_pending`.",
+        params: RfiParams,
+        response: { 200: InformationRequestSchema },
+      },
+    },
+    async (request) =>
+      cancelRequest(ctx, request.params.caseId, request.params.rfiId, optionalActor(request.body)),
+  );
+
+  app.post(
+    "/admin/cases/:caseId/rfi/:rfiId/answer",
+    {
+      config: { admin: true, errorStyle: "rfi" },
+      attachValidation: true,
+      schema: {
+        tags: TAGS,
+        summary: "Record an analyst's answer",
+        description:
+          "As endpoint 13, with `actor`: `answered_by` is `analyst:<actor>`, `source` `analyst`. A later " +
+          'partner answer is 409 `already_answered` with `answeredBy: "analyst"`.',
+        params: RfiParams,
+        body: AdminAnswerBody,
+        response: { 200: AnswerResultSchema },
+      },
+    },
+    async (request) => answerAsAnalyst(ctx, request.params.caseId, request.params.rfiId, request.body),
+  );
+
+  app.get(
+    "/admin/cases/:caseId/documents/:uploadId",
+    {
+      config: { admin: true, errorStyle: "rfi" },
+      schema: {
+        tags: TAGS,
+        summary: "Download an uploaded document",
+        description:
+          "The stored bytes with their stored content type, as an attachment. The service never inspects " +
+          "document content: open it with the care due to any file from outside.",
+        params: Type.Object({ caseId: Type.String(), uploadId: Type.String() }),
+      },
+    },
+    async (request, reply) => {
+      const doc = await openDocument(ctx, request.params.caseId, request.params.uploadId);
+      return reply
+        .type(doc.contentType)
+        .header("content-length", doc.sizeBytes)
+        .header("content-disposition", contentDisposition(doc.filename))
+        .header("x-content-type-options", "nosniff")
+        .header("cache-control", "private, no-store")
+        .send(doc.stream);
+    },
+  );
+}

@@ -1,0 +1,168 @@
+import { type TSchema, Type } from "typebox";
+import type { RfiRow, SlotRow } from "./rfi.repo.js";
+import type { AnswerSource, RfiSource, RfiStatus } from "./rfi.tables.js";
+
+/** An information request as partners and operators read it. */
+export interface InformationRequestView {
+  rfiId: string;
+  caseId: string;
+  status: RfiStatus;
+  source: RfiSource;
+  requestedBy: string;
+  to: string;
+  cc: string[];
+  subject: string;
+  body: string;
+  templateId: string | null;
+  webhookKey: string | null;
+  awaitsResponse: boolean;
+  expiresAt: string | null;
+  uploadSlotsMinted: number;
+  reminderCount: number;
+  lastRemindedAt: string | null;
+  cancelledAt: string | null;
+  cancelledBy: string | null;
+  expiredAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  answer: AnswerView | null;
+}
+
+export interface AnswerView {
+  answeredAt: string;
+  /** `apikey:<keyId>` or `analyst:<userId>`. */
+  answeredBy: string;
+  source: AnswerSource;
+  fields: Array<{ key: string; value: string | number | boolean | null; label: string | null }>;
+  documents: DocumentView[];
+}
+
+export interface DocumentView {
+  uploadId: string;
+  filename: string;
+  contentType: string;
+  sizeBytes: number;
+  label: string | null;
+  attachedAt: string;
+}
+
+const iso = (d: Date | null): string | null => d?.toISOString() ?? null;
+
+export function toDocumentView(slot: SlotRow): DocumentView {
+  return {
+    uploadId: slot.id,
+    filename: slot.filename,
+    contentType: slot.content_type,
+    sizeBytes: slot.size_bytes,
+    label: slot.label,
+    attachedAt: (slot.attached_at as Date).toISOString(),
+  };
+}
+
+export function toRequestView(row: RfiRow, attached: SlotRow[]): InformationRequestView {
+  const answered = row.status === "answered" && row.answered_at && row.answered_by && row.answer_source;
+  return {
+    rfiId: row.id,
+    caseId: row.case_id,
+    status: row.status,
+    source: row.source,
+    requestedBy: row.requested_by,
+    to: row.recipient,
+    cc: row.cc ?? [],
+    subject: row.subject,
+    body: row.body,
+    templateId: row.template_id,
+    webhookKey: row.webhook_key,
+    awaitsResponse: row.awaits_response,
+    expiresAt: iso(row.expires_at),
+    uploadSlotsMinted: row.slots_minted,
+    reminderCount: row.reminder_count,
+    lastRemindedAt: iso(row.last_reminded_at),
+    cancelledAt: iso(row.cancelled_at),
+    cancelledBy: row.cancelled_by,
+    expiredAt: iso(row.expired_at),
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    answer: answered
+      ? {
+          answeredAt: (row.answered_at as Date).toISOString(),
+          answeredBy: row.answered_by as string,
+          source: row.answer_source as AnswerSource,
+          fields: (row.answer_fields ?? []).map((f) => ({
+            key: f.key,
+            value: f.value,
+            label: f.label ?? null,
+          })),
+          documents: attached.filter((s) => s.rfi_id === row.id).map(toDocumentView),
+        }
+      : null,
+  };
+}
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const Timestamp = Type.String({ format: "date-time" });
+
+export const DocumentSchema = Type.Object({
+  uploadId: Type.String({ format: "uuid" }),
+  filename: Type.String(),
+  contentType: Type.String(),
+  sizeBytes: Type.Integer(),
+  label: Nullable(Type.String()),
+  attachedAt: Timestamp,
+});
+
+export const FieldValueSchema = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
+
+export const InformationRequestSchema = Type.Object({
+  rfiId: Type.String({ format: "uuid" }),
+  caseId: Type.String({ format: "uuid" }),
+  status: Type.Union([
+    Type.Literal("pending"),
+    Type.Literal("answered"),
+    Type.Literal("expired"),
+    Type.Literal("cancelled"),
+  ]),
+  source: Type.Union([Type.Literal("api"), Type.Literal("analyst"), Type.Literal("workflow")]),
+  requestedBy: Type.String({ description: "`apikey:<keyId>`, `analyst:<userId>` or `node:<nodeId>`" }),
+  to: Type.String(),
+  cc: Type.Array(Type.String()),
+  subject: Type.String(),
+  body: Type.String(),
+  templateId: Nullable(Type.String()),
+  webhookKey: Nullable(Type.String()),
+  awaitsResponse: Type.Boolean(),
+  expiresAt: Nullable(Timestamp),
+  uploadSlotsMinted: Type.Integer({ description: "Slots minted so far; at most 30, counted permanently" }),
+  reminderCount: Type.Integer(),
+  lastRemindedAt: Nullable(Timestamp),
+  cancelledAt: Nullable(Timestamp),
+  cancelledBy: Nullable(Type.String()),
+  expiredAt: Nullable(Timestamp),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  answer: Nullable(
+    Type.Object({
+      answeredAt: Timestamp,
+      answeredBy: Type.String({ description: "`apikey:<keyId>` or `analyst:<userId>`" }),
+      source: Type.Union([Type.Literal("rfi_response"), Type.Literal("analyst")]),
+      fields: Type.Array(
+        Type.Object({ key: Type.String(), value: FieldValueSchema, label: Nullable(Type.String()) }),
+      ),
+      documents: Type.Array(DocumentSchema),
+    }),
+  ),
+});
+
+export const AnswerResultSchema = Type.Object({
+  rfiId: Type.String({ format: "uuid" }),
+  status: Type.Literal("answered"),
+  answeredAt: Timestamp,
+  fieldCount: Type.Integer(),
+  documentCount: Type.Integer(),
+});
+
+export const UploadSlotSchema = Type.Object({
+  uploadId: Type.String({ format: "uuid" }),
+  uploadUrl: Type.String({ description: "Presigned URL for a single create-only PUT" }),
+  expiresAt: Timestamp,
+});
