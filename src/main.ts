@@ -32,6 +32,7 @@ async function openFor(config: Config) {
     databaseUrl: config.databaseUrl,
     dataDir: config.databaseUrl ? undefined : config.dataDir,
     poolSize: config.dbPoolSize,
+    checkNestedQueries: false,
   });
 }
 

@@ -21,6 +21,27 @@ export interface JobSpec<P = Record<string, unknown>> {
   /** A job with the same key already queued (or running) makes this enqueue a no-op. */
   jobKey?: string;
   maxAttempts?: number;
+  /**
+   * Written already claimed by this worker (see `ClaimToken`), to be run as the continuation of
+   * the job that wrote it: no claim and no NOTIFY. Should the worker die first, the lease runs
+   * out and any worker takes it, as for any claimed job.
+   */
+  claimedBy?: ClaimToken;
+}
+
+/** What a transactional handler needs to write its follow-up job already claimed by its worker. */
+export interface ClaimToken {
+  workerId: string;
+  leaseSeconds: number;
+}
+
+/** A follow-up job written with `claimedBy`, for the worker to run right after the commit. */
+export interface Continuation {
+  id: number;
+  kind: string;
+  payload: Record<string, unknown>;
+  jobKey: string | null;
+  maxAttempts: number;
 }
 
 export interface ClaimedJob<P = Record<string, unknown>> {
@@ -59,10 +80,14 @@ interface HandlerBase {
   backoffMs?: (attempt: number) => number;
 }
 
-/** Runs inside a transaction that also deletes the job: its database effects happen exactly once. */
+/**
+ * Runs inside a transaction that also deletes the job: its database effects happen exactly once.
+ * It may return a continuation it wrote with the given claim token; the worker runs it next.
+ */
 export interface TransactionalJobHandler<P = Record<string, unknown>> extends HandlerBase {
   mode: "transaction";
-  run(job: ClaimedJob<P>, tx: Tx): Promise<void>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: most handlers return nothing; a continuation is the exception
+  run(job: ClaimedJob<P>, tx: Tx, claim: ClaimToken): Promise<void | Continuation | undefined>;
 }
 
 /** Runs outside a transaction (it talks to the network); completion is recorded after it returns. */
@@ -95,8 +120,13 @@ export function insertJobs(db: QueryCreator<Database>, specs: JobSpec<unknown>[]
     kind: s.kind,
     payload: JSON.stringify(s.payload),
     job_key: s.jobKey ?? null,
-    run_at: s.runAt ?? sql<Date>`now()`,
+    run_at: s.claimedBy
+      ? sql<Date>`now() + make_interval(secs => ${s.claimedBy.leaseSeconds})`
+      : (s.runAt ?? sql<Date>`now()`),
     max_attempts: s.maxAttempts ?? 25,
+    locked_by: s.claimedBy?.workerId ?? null,
+    locked_at: s.claimedBy ? sql<Date>`now()` : null,
+    attempts: s.claimedBy ? 1 : 0,
   }));
   return (
     db
@@ -121,12 +151,15 @@ export function insertJobs(db: QueryCreator<Database>, specs: JobSpec<unknown>[]
           }))
           .where("jobs.failed_at", "is not", null),
       )
-      .returning("id")
+      .returning(["id", "kind", "locked_by"])
   );
 }
 
-/** `pg_notify` of the jobs channel, to select from a statement that inserted jobs. */
-export const notifyJobs = sql<string>`pg_notify(${JOBS_CHANNEL}, '')`;
+/**
+ * The NOTIFY that wakes workers, to select from the rows a statement inserted into jobs (it reads
+ * their `kind`: a worker wakes only for kinds it runs). Rows written claimed need none.
+ */
+export const notifyJobs = sql<string>`pg_notify(${JOBS_CHANNEL}, kind)`;
 
 /** Enqueues jobs on `executor` (normally the caller's transaction) and wakes idle workers on commit. */
 export async function enqueue(executor: Executor, ...specs: JobSpec<unknown>[]): Promise<void> {
@@ -135,7 +168,7 @@ export async function enqueue(executor: Executor, ...specs: JobSpec<unknown>[]):
     .with("inserted", (db) => insertJobs(db, specs))
     .selectFrom("inserted")
     .select(notifyJobs.as("notified"))
-    .limit(1)
+    .where("locked_by", "is", null)
     .execute();
 }
 
@@ -162,7 +195,12 @@ interface JobRow {
 export class JobWorker {
   readonly id: string;
   readonly #handlers: Map<string, JobHandler>;
+  /** Busy slots, keyed by the first job each ran (a slot may go on to run continuations). */
   readonly #running = new Map<number, Promise<void>>();
+  /** The jobs this worker holds right now, whose leases it renews. */
+  readonly #held = new Set<number>();
+  /** The loop sleeps because every slot is busy: a finishing job must wake it. */
+  #slotStarved = false;
   #stopped = true;
   #wake: (() => void) | undefined;
   /** Set by a wake-up that came while the loop was not asleep (a NOTIFY during a claim). */
@@ -187,7 +225,10 @@ export class JobWorker {
   async start(): Promise<void> {
     if (!this.#stopped) return;
     this.#stopped = false;
-    this.#unlisten = await this.db.listen(JOBS_CHANNEL, () => this.#wakeUp());
+    // The payload is the kind of the jobs written; an empty one (a reconnect) wakes everyone.
+    this.#unlisten = await this.db.listen(JOBS_CHANNEL, (kind) => {
+      if (kind === "" || this.#handlers.has(kind)) this.#wakeUp();
+    });
     const beat = Math.max(200, (this.options.leaseSeconds * 1000) / 3);
     this.#heartbeat = setInterval(() => this.#renewLeases(), beat);
     this.#heartbeat.unref();
@@ -239,6 +280,7 @@ export class JobWorker {
       if (this.#stopped) break;
       // A job committed while we were claiming may not have been visible to the claim.
       if (this.#wokenAwake) continue;
+      this.#slotStarved = this.#running.size >= this.options.concurrency;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, sleepMs);
         this.#wake = () => {
@@ -281,18 +323,52 @@ export class JobWorker {
   }
 
   #start(row: JobRow): void {
-    const done = this.#execute(row)
+    const done = this.#runSlot(row)
       .catch((err) =>
         this.options.logger.error({ err, jobId: row.id, kind: row.kind }, "job bookkeeping failed"),
       )
       .finally(() => {
         this.#running.delete(row.id);
-        this.#wakeUp();
+        if (this.#slotStarved || this.#stopped) this.#wakeUp();
       });
     this.#running.set(row.id, done);
   }
 
-  async #execute(row: JobRow): Promise<void> {
+  /** Runs a claimed job, then each continuation it hands over, in one slot without claiming. */
+  async #runSlot(first: JobRow): Promise<void> {
+    let row: JobRow | undefined = first;
+    while (row) {
+      this.#held.add(row.id);
+      let next: Continuation | undefined;
+      try {
+        next = await this.#execute(row);
+      } finally {
+        this.#held.delete(row.id);
+      }
+      if (!next) return;
+      if (this.#stopped) {
+        await this.#release(next);
+        return;
+      }
+      row = {
+        ...next,
+        job_key: next.jobKey,
+        attempts: 1,
+        max_attempts: next.maxAttempts,
+        created_at: new Date(),
+      };
+    }
+  }
+
+  /** Gives a continuation back to the queue, due now, for any worker to claim. */
+  async #release(job: Continuation): Promise<void> {
+    await sql`
+      UPDATE jobs SET locked_by = NULL, locked_at = NULL, attempts = attempts - 1, run_at = now()
+      WHERE id = ${job.id} AND locked_by = ${this.id}`.execute(this.db.root);
+    await sql`SELECT pg_notify(${JOBS_CHANNEL}, ${job.kind})`.execute(this.db.root);
+  }
+
+  async #execute(row: JobRow): Promise<Continuation | undefined> {
     const job: ClaimedJob = {
       id: row.id,
       kind: row.kind,
@@ -305,29 +381,34 @@ export class JobWorker {
     const handler = this.#handlers.get(row.kind);
     if (!handler) {
       await this.#fail(job, new RescheduleJob(this.options.pollMs, `no handler for ${row.kind} here`));
-      return;
+      return undefined;
     }
     if (job.attempt > job.maxAttempts) {
       await this.#fail(
         job,
         new PermanentJobError(`lease expired on every one of ${job.maxAttempts} attempts`),
       );
-      return;
+      return undefined;
     }
     try {
       if (handler.mode === "transaction") {
-        await this.db.transaction(async (tx) => {
+        const next = await this.db.transaction(async (tx) => {
           if (!(await this.#complete(tx, job))) throw new LeaseLost();
-          await handler.run(job, tx);
+          return handler.run(job, tx, this.#claimToken);
         });
-      } else {
-        await handler.run(job, this.db);
-        await this.#complete(this.db.root, job);
+        return next ?? undefined;
       }
+      await handler.run(job, this.db);
+      await this.#complete(this.db.root, job);
     } catch (err) {
-      if (err instanceof LeaseLost) return;
+      if (err instanceof LeaseLost) return undefined;
       await this.#fail(job, err, handler);
     }
+    return undefined;
+  }
+
+  get #claimToken(): ClaimToken {
+    return { workerId: this.id, leaseSeconds: this.options.leaseSeconds };
   }
 
   /** Deletes the job if this worker still holds this attempt. */
@@ -363,8 +444,8 @@ export class JobWorker {
   }
 
   #renewLeases(): void {
-    if (this.#running.size === 0) return;
-    const ids = [...this.#running.keys()];
+    if (this.#held.size === 0) return;
+    const ids = [...this.#held];
     // A transactional job's row is locked by its own open transaction until it ends (and no claim
     // can take a locked row): waiting for that lock would hold back every other renewal here.
     sql`UPDATE jobs SET run_at = now() + make_interval(secs => ${this.options.leaseSeconds})

@@ -86,7 +86,7 @@ export async function insertCaseWithJob(
               sql.val(job.maxAttempts ?? 25).as("max_attempts"),
             ]),
         )
-        .returning("id"),
+        .returning(["id", "kind"]),
     )
     .selectFrom("kase")
     .selectAll("kase")

@@ -39,14 +39,15 @@ function stepValues(step: NewStep) {
 /**
  * Writes what a step decided in one statement: the step row (new, or the completion of the step
  * that paused), the case's new state, and the jobs that follow (with the NOTIFY that wakes the
- * workers on commit). One round trip instead of three or four: this is the engine's hot path.
+ * workers on commit, for jobs not written already claimed). One round trip instead of three or
+ * four: this is the engine's hot path. Returns the ids of the jobs written.
  */
 export async function writeStep(
   tx: Executor,
   step: { mode: "insert" | "complete"; record: NewStep },
   casePatch: CasePatch,
   jobs: JobSpec<unknown>[],
-): Promise<void> {
+): Promise<number[]> {
   const { tenantId, caseId, seq } = step.record;
   const values = stepValues(step.record);
   const withStep = tx.with("step", (db) =>
@@ -76,14 +77,17 @@ export async function writeStep(
   );
   if (jobs.length === 0) {
     await withCase.selectFrom(["step", "kase"]).select("kase.id").execute();
-    return;
+    return [];
   }
-  await withCase
+  const rows = await withCase
     .with("job", (db) => insertJobs(db as unknown as QueryCreator<Database>, jobs))
     .selectFrom("job")
-    .select(notifyJobs.as("notified"))
-    .limit(1)
+    .select([
+      "job.id",
+      sql<string | null>`CASE WHEN job.locked_by IS NULL THEN ${notifyJobs} END`.as("notified"),
+    ])
     .execute();
+  return rows.map((r) => r.id);
 }
 
 export function listSteps(db: Executor, tenantId: string, caseId: string) {

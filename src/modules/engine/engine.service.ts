@@ -1,7 +1,7 @@
 import type { AppContext } from "../../platform/context.js";
 import { randomBase62, uuid } from "../../platform/crypto.js";
 import type { Tx } from "../../platform/db/index.js";
-import type { JobSpec } from "../../platform/jobs.js";
+import type { ClaimToken, Continuation, JobSpec } from "../../platform/jobs.js";
 import { getAttributes } from "../attributes/attributes.repo.js";
 import { type CaseStatus, type DecisionEntry, isInFlight } from "../cases/case-status.js";
 import { type CasePatch, type CaseRow, lockCase } from "../cases/cases.repo.js";
@@ -71,11 +71,16 @@ async function variablesFor(tx: Tx, row: CaseRow): Promise<ExpressionVariables> 
 }
 
 /** Runs one step. Called by the `engine.step` job inside its transaction. */
-export async function runStep(ctx: AppContext, tx: Tx, step: StepPayload): Promise<void> {
+export async function runStep(
+  ctx: AppContext,
+  tx: Tx,
+  step: StepPayload,
+  claim?: ClaimToken,
+): Promise<Continuation | undefined> {
   const row = await lockCase(tx, step.tenantId, step.caseId);
   // A step for a case that has moved on (closed by an analyst, or a duplicate) does nothing.
-  if (!row || !isInFlight(row.status as CaseStatus)) return;
-  if (row.step_seq + 1 !== step.seq || row.current_node_id !== step.nodeId) return;
+  if (!row || !isInFlight(row.status as CaseStatus)) return undefined;
+  if (row.step_seq + 1 !== step.seq || row.current_node_id !== step.nodeId) return undefined;
   const wf = await workflowOf(tx, row);
   const node = wf.nodes.get(step.nodeId);
   if (!node) throw new Error(`node ${step.nodeId} is not in workflow ${wf.workflowId} v${wf.version}`);
@@ -92,7 +97,7 @@ export async function runStep(ctx: AppContext, tx: Tx, step: StepPayload): Promi
     }
     outcome = { kind: "fail", message: err.message };
   }
-  await applyOutcome(ctx, tx, row, node, step.seq, outcome);
+  return applyOutcome(ctx, tx, row, node, step.seq, outcome, claim);
 }
 
 type StepRecord = Pick<NewStep, "status" | "output" | "nextNodeId" | "error">;
@@ -105,7 +110,7 @@ function commitStep(
   step: StepRecord,
   patch: CasePatch,
   jobs: JobSpec<unknown>[] = [],
-): Promise<void> {
+): Promise<number[]> {
   const record: NewStep = {
     tenantId: row.tenant_id,
     caseId: row.id,
@@ -121,33 +126,41 @@ function outputsWith(row: CaseRow, nodeId: string, output: unknown): string {
   return JSON.stringify({ ...row.node_outputs, [nodeId]: output });
 }
 
-/** A finished node: its output recorded, the case running on, the next node's step scheduled. */
-function moveOn(
+/**
+ * A finished node: its output recorded, the case running on, the next node's step scheduled.
+ * Inside a step job (`claim` given) the next step is written claimed by the same worker and
+ * returned, so the worker runs it straight after the commit instead of claiming it again.
+ */
+async function moveOn(
   tx: Tx,
   row: CaseRow,
   at: { seq: number; nodeId: string; nodeType: string; mode: "insert" | "complete" },
   output: unknown,
   next: string,
-): Promise<void> {
-  return commitStep(
+  claim?: ClaimToken,
+): Promise<Continuation | undefined> {
+  const job = { ...stepJob(row.tenant_id, row.id, at.seq + 1, next), ...(claim ? { claimedBy: claim } : {}) };
+  const [id] = await commitStep(
     tx,
     row,
     at,
     { status: "completed", output, nextNodeId: next, error: null },
     { status: "running", current_node_id: next, node_outputs: outputsWith(row, at.nodeId, output) },
-    [stepJob(row.tenant_id, row.id, at.seq + 1, next)],
+    [job],
   );
+  if (!claim || id === undefined) return undefined;
+  return { id, kind: job.kind, payload: job.payload, jobKey: job.jobKey, maxAttempts: job.maxAttempts };
 }
 
 /** The case fails: the step records why, the case keeps the error, nothing runs after. */
-function failCase(
+async function failCase(
   tx: Tx,
   row: CaseRow,
   at: { seq: number; nodeId: string; nodeType: string; mode: "insert" | "complete" },
   output: unknown,
   message: string,
 ): Promise<void> {
-  return commitStep(
+  await commitStep(
     tx,
     row,
     at,
@@ -167,28 +180,26 @@ async function applyOutcome(
   node: CompiledNode,
   seq: number,
   outcome: NodeOutcome,
-): Promise<void> {
+  claim: ClaimToken | undefined,
+): Promise<Continuation | undefined> {
   const at = { seq, nodeId: node.id, nodeType: node.type, mode: "insert" as const };
   switch (outcome.kind) {
     case "continue":
-      await moveOn(tx, row, at, outcome.output, outcome.next);
-      return;
+      return moveOn(tx, row, at, outcome.output, outcome.next, claim);
     case "notify":
       await emitEvent(tx, notificationEvent(row, { nodeId: node.id, ...outcome }));
-      await moveOn(tx, row, at, outcome.output, outcome.next);
-      return;
+      return moveOn(tx, row, at, outcome.output, outcome.next, claim);
     case "decide":
       await decide(tx, row, at, outcome);
-      return;
+      return undefined;
     case "await_callback":
       await awaitCallback(ctx, tx, row, at, outcome);
-      return;
+      return undefined;
     case "raise_rfi":
-      await raiseRfi(ctx, tx, row, at, outcome);
-      return;
+      return raiseRfi(ctx, tx, row, at, outcome, claim);
     case "fail":
       await failCase(tx, row, at, null, outcome.message);
-      return;
+      return undefined;
   }
 }
 
@@ -280,7 +291,8 @@ async function raiseRfi(
   row: CaseRow,
   at: { seq: number; nodeId: string; nodeType: string; mode: "insert" },
   outcome: Extract<NodeOutcome, { kind: "raise_rfi" }>,
-): Promise<void> {
+  claim: ClaimToken | undefined,
+): Promise<Continuation | undefined> {
   const expiresAt =
     outcome.awaitResponse && outcome.expiresInSeconds !== undefined
       ? new Date(Date.now() + outcome.expiresInSeconds * 1000)
@@ -299,10 +311,7 @@ async function raiseRfi(
     awaitResponse: outcome.awaitResponse,
     expiresAt,
   });
-  if (!outcome.awaitResponse) {
-    await moveOn(tx, row, at, { rfiId, status: "pending" }, outcome.next);
-    return;
-  }
+  if (!outcome.awaitResponse) return moveOn(tx, row, at, { rfiId, status: "pending" }, outcome.next, claim);
   await insertWait(tx, {
     id: uuid(),
     tenantId: row.tenant_id,
@@ -322,6 +331,7 @@ async function raiseRfi(
     { status: "waiting", output: { rfiId }, nextNodeId: null, error: null },
     { status: "waiting", current_node_id: at.nodeId },
   );
+  return undefined;
 }
 
 /**

@@ -9,7 +9,11 @@ export const engineModule: FeatureModule = {
   routes: engineRoutes,
   jobs(ctx): JobHandler[] {
     return [
-      { kind: STEP_JOB, mode: "transaction", run: (job, tx) => runStep(ctx, tx, job.payload as StepPayload) },
+      {
+        kind: STEP_JOB,
+        mode: "transaction",
+        run: (job, tx, claim) => runStep(ctx, tx, job.payload as StepPayload, claim),
+      },
       {
         kind: WAIT_TIMEOUT_JOB,
         mode: "transaction",
