@@ -336,6 +336,17 @@ describe("GET /cases/{caseId}", () => {
     expect(new Date(body.eventTimestamp).getTime()).toBeLessThan(Date.now());
   });
 
+  it("gives back payload, subject and metadata with their keys in the order they were sent", async () => {
+    const partner = await partnerWithWorkflow();
+    const payload = { zeta: 1, amount: 10, a: 2 };
+    const metadata = { source: "batch", id: 9, channel: "api" };
+    const created = await submit(partner, kycCase({ payload, metadata }));
+    const res = await h.app.inject({ method: "GET", url: `/cases/${created.json().caseId}`, headers: partner.headers });
+    expect(Object.keys(res.json().payload)).toEqual(["zeta", "amount", "a"]);
+    expect(Object.keys(res.json().metadata)).toEqual(["source", "id", "channel"]);
+    expect(Object.keys(res.json().subject.person)).toEqual(Object.keys(kycSubject.person));
+  });
+
   it("answers 404 for an unknown or malformed case id", async () => {
     const partner = await partnerWithWorkflow();
     for (const id of ["7a1c3c52-0000-4000-8000-000000000000", "abc"]) {

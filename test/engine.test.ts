@@ -1,6 +1,9 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
+import { PROJECT_ROOT } from "./support/children/process.js";
 import { adminHeaders, createPartner, type Partner } from "./support/fixtures.js";
 import {
   amountScreen,
@@ -143,6 +146,23 @@ describe("rules and decision nodes", () => {
       },
     );
     expect(usd.result.decision.value).toBe("in_review");
+  });
+});
+
+describe("the README tour's example workflow", () => {
+  it("sends transactions of 10,000 or more to review and approves the others", async () => {
+    const partner = await createPartner(h.app);
+    const definition = JSON.parse(
+      readFileSync(path.join(PROJECT_ROOT, "docs/examples/tx-screen.json"), "utf8"),
+    );
+    await createWorkflow(h.app, partner.tenantId, "tx-screen", definition);
+    const tx = (amount: number) => ({ transaction: { ...transactionSubject.transaction, amount } });
+    const large = await submitAndSettle(partner, "tx-screen", { amount: 25000, channel: "app" }, tx(25000));
+    expect(large.status).toBe("in_review");
+    expect(large.result.workflow_result).toEqual({ reason: "large amount" });
+    const small = await submitAndSettle(partner, "tx-screen", { amount: 50 }, tx(50));
+    expect(small.status).toBe("decided");
+    expect(small.result.decision.value).toBe("approved");
   });
 });
 
@@ -357,6 +377,26 @@ describe("dry runs", () => {
     const record = await waitForCase(h.app, partner.headers, res.json().caseId);
     expect(record).toMatchObject({ dryRun: true, status: "decided" });
     expect(record.result.decision.value).toBe("approved");
+    // Recorded in the outbox, never delivered: the partner did not submit this case.
+    expect((await eventsOf(h.ctx, record.caseId)).map((e) => e.event_type)).toEqual(["case.decided"]);
+    const deliveries = await h.ctx.db.root
+      .selectFrom("webhook_deliveries")
+      .select("id")
+      .where("case_id", "=", record.caseId)
+      .execute();
+    expect(deliveries).toEqual([]);
+  });
+
+  it("delivers the events of a submitted case (the counterpart of the dry run)", async () => {
+    const partner = await createPartner(h.app);
+    await createWorkflow(h.app, partner.tenantId, "screen", amountScreen);
+    const record = await submitAndSettle(partner, "screen", { amount: 3 });
+    const deliveries = await h.ctx.db.root
+      .selectFrom("webhook_deliveries")
+      .select("event_type")
+      .where("case_id", "=", record.caseId)
+      .execute();
+    expect(deliveries).toEqual([{ event_type: "case.decided" }]);
   });
 
   it("answers 404 for an unknown version and 400 for an invalid submission", async () => {
