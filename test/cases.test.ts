@@ -341,7 +341,11 @@ describe("GET /cases/{caseId}", () => {
     const payload = { zeta: 1, amount: 10, a: 2 };
     const metadata = { source: "batch", id: 9, channel: "api" };
     const created = await submit(partner, kycCase({ payload, metadata }));
-    const res = await h.app.inject({ method: "GET", url: `/cases/${created.json().caseId}`, headers: partner.headers });
+    const res = await h.app.inject({
+      method: "GET",
+      url: `/cases/${created.json().caseId}`,
+      headers: partner.headers,
+    });
     expect(Object.keys(res.json().payload)).toEqual(["zeta", "amount", "a"]);
     expect(Object.keys(res.json().metadata)).toEqual(["source", "id", "channel"]);
     expect(Object.keys(res.json().subject.person)).toEqual(Object.keys(kycSubject.person));
