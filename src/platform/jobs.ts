@@ -96,8 +96,20 @@ export interface PlainJobHandler<P = Record<string, unknown>> extends HandlerBas
   run(job: ClaimedJob<P>, db: Db): Promise<void>;
 }
 
+/**
+ * Runs up to `batchSize` jobs of its kind together, in one transaction that also deletes them:
+ * the same exactly-once guarantee as a transactional handler, with one round trip for what would
+ * be one per job. Should the batch fail, each job runs again on its own, so that one bad job
+ * fails alone. It may return continuations written with the claim token.
+ */
+export interface BatchJobHandler<P = Record<string, unknown>> extends HandlerBase {
+  mode: "batch";
+  batchSize: number;
+  run(jobs: ClaimedJob<P>[], tx: Tx, claim: ClaimToken): Promise<Continuation[]>;
+}
+
 // biome-ignore lint/suspicious/noExplicitAny: handlers of different payload types share one registry
-export type JobHandler<P = any> = TransactionalJobHandler<P> | PlainJobHandler<P>;
+export type JobHandler<P = any> = TransactionalJobHandler<P> | PlainJobHandler<P> | BatchJobHandler<P>;
 
 export function defaultBackoffMs(attempt: number): number {
   return Math.min(1000 * 2 ** Math.max(0, attempt - 1), 3_600_000);
@@ -267,15 +279,23 @@ export class JobWorker {
       const free = this.options.concurrency - this.#running.size;
       let sleepMs = this.options.pollMs;
       if (free > 0) {
+        const limit = free * this.#maxBatch;
         let claimed: JobRow[] = [];
         try {
-          claimed = await this.#claim(free);
+          claimed = await this.#claim(limit);
         } catch (err) {
           this.options.logger.error({ err }, "claiming jobs failed");
         }
-        for (const row of claimed) this.#start(row);
-        if (claimed.length === free) continue;
-        if (claimed.length === 0) sleepMs = await this.#untilNextDue().catch(() => this.options.pollMs);
+        const units = this.#units(claimed);
+        for (const unit of units.slice(0, free)) this.#start(unit);
+        const excess = units.slice(free).flat();
+        if (excess.length > 0)
+          await this.#giveBack(excess).catch((err) =>
+            this.options.logger.warn({ err }, "giving jobs back failed"),
+          );
+        if (claimed.length === limit) continue;
+        // Nothing more is due now: sleep until the next job is (a finishing job no longer wakes us).
+        sleepMs = await this.#untilNextDue().catch(() => this.options.pollMs);
       }
       if (this.#stopped) break;
       // A job committed while we were claiming may not have been visible to the claim.
@@ -322,62 +342,134 @@ export class JobWorker {
     return Math.min(this.options.pollMs, Math.max(5, ms + 5));
   }
 
-  #start(row: JobRow): void {
-    const done = this.#runSlot(row)
-      .catch((err) =>
-        this.options.logger.error({ err, jobId: row.id, kind: row.kind }, "job bookkeeping failed"),
-      )
-      .finally(() => {
-        this.#running.delete(row.id);
-        if (this.#slotStarved || this.#stopped) this.#wakeUp();
-      });
-    this.#running.set(row.id, done);
+  /** The largest batch of any handler here (1 without batch handlers): claims take that many per slot. */
+  get #maxBatch(): number {
+    let max = 1;
+    for (const h of this.#handlers.values()) if (h.mode === "batch") max = Math.max(max, h.batchSize);
+    return max;
   }
 
-  /** Runs a claimed job, then each continuation it hands over, in one slot without claiming. */
-  async #runSlot(first: JobRow): Promise<void> {
-    let row: JobRow | undefined = first;
-    while (row) {
-      this.#held.add(row.id);
-      let next: Continuation | undefined;
-      try {
-        next = await this.#execute(row);
-      } finally {
-        this.#held.delete(row.id);
+  /** Claimed jobs grouped into what one slot runs: a batch of one kind, or a single job. */
+  #units(rows: JobRow[]): JobRow[][] {
+    const units: JobRow[][] = [];
+    const open = new Map<string, JobRow[]>();
+    for (const row of rows) {
+      const handler = this.#handlers.get(row.kind);
+      if (handler?.mode !== "batch") {
+        units.push([row]);
+        continue;
       }
-      if (!next) return;
+      let unit = open.get(row.kind);
+      if (!unit || unit.length >= handler.batchSize) {
+        unit = [];
+        open.set(row.kind, unit);
+        units.push(unit);
+      }
+      unit.push(row);
+    }
+    return units;
+  }
+
+  #start(unit: JobRow[]): void {
+    const first = unit[0] as JobRow;
+    const done = this.#runSlot(unit)
+      .catch((err) =>
+        this.options.logger.error({ err, jobId: first.id, kind: first.kind }, "job bookkeeping failed"),
+      )
+      .finally(() => {
+        this.#running.delete(first.id);
+        if (this.#slotStarved || this.#stopped) this.#wakeUp();
+      });
+    this.#running.set(first.id, done);
+  }
+
+  /** Runs a claimed unit, then the continuations it hands over, in one slot without claiming. */
+  async #runSlot(first: JobRow[]): Promise<void> {
+    let unit = first;
+    while (unit.length > 0) {
+      for (const row of unit) this.#held.add(row.id);
+      let next: Continuation[];
+      try {
+        next = await this.#executeUnit(unit);
+      } finally {
+        for (const row of unit) this.#held.delete(row.id);
+      }
+      if (next.length === 0) return;
       if (this.#stopped) {
         await this.#release(next);
         return;
       }
-      row = {
-        ...next,
-        job_key: next.jobKey,
+      unit = next.map((c) => ({
+        id: c.id,
+        kind: c.kind,
+        payload: c.payload,
+        job_key: c.jobKey,
         attempts: 1,
-        max_attempts: next.maxAttempts,
+        max_attempts: c.maxAttempts,
         created_at: new Date(),
-      };
+      }));
     }
   }
 
-  /** Gives a continuation back to the queue, due now, for any worker to claim. */
-  async #release(job: Continuation): Promise<void> {
+  async #executeUnit(unit: JobRow[]): Promise<Continuation[]> {
+    const first = unit[0] as JobRow;
+    const handler = this.#handlers.get(first.kind);
+    if (handler?.mode === "batch") return this.#executeBatch(unit, handler);
+    const next = await this.#execute(first);
+    return next ? [next] : [];
+  }
+
+  /** Gives continuations back to the queue, due now, for any worker to claim. */
+  async #release(jobs: Continuation[]): Promise<void> {
+    await this.#giveBack(jobs.map((j) => ({ id: j.id, kind: j.kind, attempts: 1 })));
+  }
+
+  /** Jobs claimed but not to be run here: unclaimed again, the attempt not counted. */
+  async #giveBack(rows: Array<Pick<JobRow, "id" | "kind" | "attempts">>): Promise<void> {
+    const ids = rows.map((r) => r.id);
     await sql`
       UPDATE jobs SET locked_by = NULL, locked_at = NULL, attempts = attempts - 1, run_at = now()
-      WHERE id = ${job.id} AND locked_by = ${this.id}`.execute(this.db.root);
-    await sql`SELECT pg_notify(${JOBS_CHANNEL}, ${job.kind})`.execute(this.db.root);
+      WHERE id = ANY(${ids}) AND locked_by = ${this.id}`.execute(this.db.root);
+    const kinds = [...new Set(rows.map((r) => r.kind))];
+    await sql`SELECT pg_notify(${JOBS_CHANNEL}, kind) FROM unnest(${kinds}::text[]) AS kind`.execute(
+      this.db.root,
+    );
+  }
+
+  async #executeBatch(unit: JobRow[], handler: BatchJobHandler): Promise<Continuation[]> {
+    const jobs = unit.map(toClaimedJob);
+    try {
+      return await this.db.transaction(async (tx) => {
+        const held = await this.#completeAll(tx, jobs);
+        const mine = jobs.filter((j) => held.has(j.id));
+        return mine.length === 0 ? [] : handler.run(mine, tx, this.#claimToken);
+      });
+    } catch (err) {
+      if (jobs.length === 1) {
+        await this.#fail(jobs[0] as ClaimedJob, err, handler);
+        return [];
+      }
+      // One bad job must not fail the others: each runs again on its own.
+      const next: Continuation[] = [];
+      for (const row of unit) next.push(...(await this.#executeBatch([row], handler)));
+      return next;
+    }
+  }
+
+  /** Deletes the jobs this worker still holds at their attempt; returns their ids. */
+  async #completeAll(executor: Executor, jobs: ClaimedJob[]): Promise<Set<number>> {
+    const result = await sql<{ id: number }>`
+      DELETE FROM jobs
+      WHERE locked_by = ${this.id}
+        AND (id, attempts) IN (
+          SELECT * FROM unnest(${jobs.map((j) => j.id)}::int8[], ${jobs.map((j) => j.attempt)}::int[])
+        )
+      RETURNING id`.execute(executor);
+    return new Set(result.rows.map((r) => r.id));
   }
 
   async #execute(row: JobRow): Promise<Continuation | undefined> {
-    const job: ClaimedJob = {
-      id: row.id,
-      kind: row.kind,
-      payload: row.payload,
-      jobKey: row.job_key,
-      attempt: row.attempts,
-      maxAttempts: row.max_attempts,
-      createdAt: row.created_at,
-    };
+    const job = toClaimedJob(row);
     const handler = this.#handlers.get(row.kind);
     if (!handler) {
       await this.#fail(job, new RescheduleJob(this.options.pollMs, `no handler for ${row.kind} here`));
@@ -398,6 +490,7 @@ export class JobWorker {
         });
         return next ?? undefined;
       }
+      if (handler.mode === "batch") return (await this.#executeBatch([row], handler))[0];
       await handler.run(job, this.db);
       await this.#complete(this.db.root, job);
     } catch (err) {
@@ -459,3 +552,15 @@ export class JobWorker {
 }
 
 class LeaseLost extends Error {}
+
+function toClaimedJob(row: JobRow): ClaimedJob {
+  return {
+    id: row.id,
+    kind: row.kind,
+    payload: row.payload,
+    jobKey: row.job_key,
+    attempt: row.attempts,
+    maxAttempts: row.max_attempts,
+    createdAt: row.created_at,
+  };
+}

@@ -48,3 +48,29 @@ export async function getAttributes(
     .executeTakeFirst();
   return row?.attributes ?? {};
 }
+
+/** The attributes of each case's customer, by case id (cases without one are left out). */
+export async function getAttributesOf(
+  db: Executor,
+  cases: Array<{ id: string; tenant_id: string; external_customer_id: string | null }>,
+): Promise<Map<string, Record<string, AttributeValue>>> {
+  const withCustomer = cases.filter((c) => c.external_customer_id !== null);
+  if (withCustomer.length === 0) return new Map();
+  const { rows } = await sql<{
+    tenant_id: string;
+    external_customer_id: string;
+    attributes: Record<string, AttributeValue>;
+  }>`
+    SELECT a.tenant_id, a.external_customer_id, a.attributes
+    FROM customer_attributes a
+    JOIN unnest(${withCustomer.map((c) => c.tenant_id)}::uuid[], ${withCustomer.map((c) => c.external_customer_id)}::text[])
+      AS q(tenant_id, external_customer_id)
+      ON a.tenant_id = q.tenant_id AND a.external_customer_id = q.external_customer_id`.execute(db);
+  const byCustomer = new Map(rows.map((r) => [`${r.tenant_id}/${r.external_customer_id}`, r.attributes]));
+  const result = new Map<string, Record<string, AttributeValue>>();
+  for (const c of withCustomer) {
+    const attributes = byCustomer.get(`${c.tenant_id}/${c.external_customer_id}`);
+    if (attributes) result.set(c.id, attributes);
+  }
+  return result;
+}

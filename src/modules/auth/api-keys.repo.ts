@@ -79,14 +79,22 @@ export async function deleteApiKey(db: Executor, tenantId: string, keyId: string
   return result.numUpdatedRows > 0n;
 }
 
-/** The live key with this hash, or undefined. Not tenant-scoped: the key is what names the tenant. */
-export function findLiveKeyByHash(db: Executor, hash: Buffer): Promise<ApiKeyRow | undefined> {
-  return db
+/**
+ * The live keys with these hashes, in the order asked (undefined where none). Not tenant-scoped:
+ * the key is what names the tenant. One statement for the keys of many concurrent requests.
+ */
+export async function findLiveKeysByHash(
+  db: Executor,
+  hashes: Buffer[],
+): Promise<Array<ApiKeyRow | undefined>> {
+  const rows = await db
     .selectFrom("api_keys")
-    .select(COLUMNS)
-    .where("key_hash", "=", hash)
+    .select([...COLUMNS, "key_hash"])
+    .where("key_hash", "in", hashes)
     .where("deleted_at", "is", null)
-    .executeTakeFirst();
+    .execute();
+  const byHash = new Map(rows.map(({ key_hash, ...row }) => [Buffer.from(key_hash).toString("hex"), row]));
+  return hashes.map((h) => byHash.get(h.toString("hex")));
 }
 
 /** Records use at most once a minute per key, so authentication stays a read. */

@@ -1,11 +1,13 @@
+import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
+import type { Db } from "../../platform/db/index.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
 import { requireTenant } from "../tenants/tenants.service.js";
 import { checkKeyValue, generateKeyValue, hashKeyValue, keyHint, newKeyId } from "./api-key-format.js";
 import {
   type ApiKeyRow,
   deleteApiKey,
-  findLiveKeyByHash,
+  findLiveKeysByHash,
   insertApiKey,
   listApiKeys,
   touchApiKey,
@@ -125,6 +127,21 @@ export async function removeApiKey(ctx: AppContext, tenantId: string, keyId: str
 
 const unauthorized = (message: string) => new AppError("unauthorized", message);
 
+const lookups = new WeakMap<Db, Batcher<Buffer, ApiKeyRow | undefined>>();
+
+/**
+ * Key lookups of concurrent requests share one statement. Nothing is cached: every request's
+ * lookup is a query sent after the request arrived.
+ */
+function keyLookups(db: Db): Batcher<Buffer, ApiKeyRow | undefined> {
+  let batcher = lookups.get(db);
+  if (!batcher) {
+    batcher = new Batcher((hashes) => findLiveKeysByHash(db.root, hashes), { maxBatch: 64, lanes: 4 });
+    lookups.set(db, batcher);
+  }
+  return batcher;
+}
+
 /**
  * Resolves a presented key value to its tenant and scopes. There is no cache: a key deleted a
  * moment ago is refused on the very next request, by every process.
@@ -133,7 +150,7 @@ export async function authenticate(ctx: AppContext, value: string | undefined): 
   if (!value) throw unauthorized("missing API key: send it in the X-API-Key header");
   const check = checkKeyValue(value, ctx.config.env);
   if (!check.ok) throw unauthorized(check.reason);
-  const row = await findLiveKeyByHash(ctx.db.root, hashKeyValue(value));
+  const row = await keyLookups(ctx.db).add(hashKeyValue(value));
   if (!row) throw unauthorized("unknown API key");
   if (row.expires_at && row.expires_at <= new Date()) throw unauthorized("API key has expired");
   if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {

@@ -54,47 +54,39 @@ export function insertCase(db: Executor, c: NewCase): Promise<CaseRow> {
 }
 
 /**
- * Inserts the case with the job of its first workflow step, in one statement (one round trip,
- * atomic on its own), unless the tenant already has a case with its idempotency key: the unique
- * index decides, so of concurrent submissions with one key exactly one inserts (case and job) and
- * the others get undefined and nothing written.
+ * Inserts cases, each with the job of its first workflow step, in one statement (atomic on its
+ * own, one round trip for the submissions of many concurrent requests), skipping any case whose
+ * tenant already has a case with its idempotency key: the unique index decides, so of concurrent
+ * submissions with one key exactly one inserts (case and job), also within one statement. Returns
+ * the ids of the cases inserted.
  */
-export async function insertCaseWithJob(
+export async function insertCasesWithJobs(
   db: Executor,
-  c: NewCase,
-  job: JobSpec<unknown>,
-): Promise<CaseRow | undefined> {
-  const row = await db
-    .with("kase", (q) =>
-      q
-        .insertInto("cases")
-        .values(caseValues(c))
-        .onConflict((oc) => oc.columns(["tenant_id", "idempotency_key"]).doNothing())
-        .returningAll(),
+  items: Array<{ kase: NewCase; job: JobSpec<unknown> }>,
+): Promise<Set<string>> {
+  if (items.length === 0) return new Set();
+  const jobs = sql.join(
+    items.map(
+      ({ kase, job }) =>
+        sql`(${kase.id}::uuid, ${job.kind}, ${JSON.stringify(job.payload)}::jsonb, ${job.jobKey ?? null}, ${job.maxAttempts ?? 25}::int)`,
+    ),
+  );
+  const insertCases = db
+    .insertInto("cases")
+    .values(items.map((i) => caseValues(i.kase)))
+    .onConflict((oc) => oc.columns(["tenant_id", "idempotency_key"]).doNothing())
+    .returning("id");
+  const { rows } = await sql<{ id: string }>`
+    WITH kase AS (${insertCases}),
+    job AS (
+      INSERT INTO jobs (kind, payload, job_key, max_attempts)
+      SELECT j.kind, j.payload, j.job_key, j.max_attempts
+      FROM (VALUES ${jobs}) AS j(case_id, kind, payload, job_key, max_attempts)
+      JOIN kase ON kase.id = j.case_id
+      RETURNING kind
     )
-    .with("job", (q) =>
-      q
-        .insertInto("jobs")
-        .columns(["kind", "payload", "job_key", "max_attempts"])
-        .expression((eb) =>
-          eb
-            .selectFrom("kase")
-            .select([
-              sql.val(job.kind).as("kind"),
-              sql<string>`${JSON.stringify(job.payload)}::jsonb`.as("payload"),
-              sql.val(job.jobKey ?? null).as("job_key"),
-              sql.val(job.maxAttempts ?? 25).as("max_attempts"),
-            ]),
-        )
-        .returning(["id", "kind"]),
-    )
-    .selectFrom("kase")
-    .selectAll("kase")
-    .select((eb) => eb.selectFrom("job").select(notifyJobs.as("n")).as("notified"))
-    .executeTakeFirst();
-  if (!row) return undefined;
-  const { notified: _, ...caseRow } = row;
-  return caseRow as CaseRow;
+    SELECT kase.id, (SELECT ${notifyJobs} FROM job LIMIT 1) AS notified FROM kase`.execute(db);
+  return new Set(rows.map((r) => r.id));
 }
 
 export function findCaseByIdempotencyKey(
@@ -120,6 +112,16 @@ export async function lockCase(tx: Executor, tenantId: string, caseId: string): 
     .where("id", "=", caseId)
     .forUpdate()
     .executeTakeFirst();
+}
+
+/**
+ * Reads and locks the cases (the engine's batches). Locks are taken in id order, so batches that
+ * share cases wait for each other instead of deadlocking. Tenant checks are the caller's: the ids
+ * come from the jobs the cases' own steps wrote.
+ */
+export async function lockCases(tx: Executor, caseIds: string[]): Promise<CaseRow[]> {
+  if (caseIds.length === 0) return [];
+  return tx.selectFrom("cases").selectAll().where("id", "in", caseIds).orderBy("id").forUpdate().execute();
 }
 
 /** The case by id alone, for the operator API (operators act across tenants). */

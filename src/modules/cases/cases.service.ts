@@ -1,8 +1,10 @@
 import type { Static } from "typebox";
+import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
-import type { Executor } from "../../platform/db/index.js";
+import type { Db, Executor } from "../../platform/db/index.js";
 import { AppError, badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
+import type { JobSpec } from "../../platform/jobs.js";
 import { stepJob } from "../engine/engine.service.js";
 import { listCaseInformationRequests } from "../rfi/rfi.service.js";
 import { listCaseTags } from "../tags/tags.repo.js";
@@ -16,8 +18,9 @@ import {
   type CaseRow,
   findCase,
   findCaseByIdempotencyKey,
-  insertCaseWithJob,
+  insertCasesWithJobs,
   listCases,
+  type NewCase,
 } from "./cases.repo.js";
 import type { CaseRecord } from "./cases.schemas.js";
 import { checkSubmission, parseRfc3339 } from "./cases.validation.js";
@@ -36,7 +39,6 @@ export interface CaseSubmissionInput {
 export interface SubmissionResult {
   created: boolean;
   body: { caseId: string; requestId: string; status: string };
-  row: CaseRow;
 }
 
 function submissionBody(row: CaseRow) {
@@ -72,6 +74,24 @@ async function prepare(
   return { wf, ...facts };
 }
 
+const insertBatches = new WeakMap<Db, Batcher<{ kase: NewCase; job: JobSpec<unknown> }, boolean>>();
+
+/** Inserts of concurrent submissions share one statement (see Batcher); true when inserted. */
+function caseInserts(db: Db): Batcher<{ kase: NewCase; job: JobSpec<unknown> }, boolean> {
+  let batcher = insertBatches.get(db);
+  if (!batcher) {
+    batcher = new Batcher(
+      async (items) => {
+        const inserted = await insertCasesWithJobs(db.root, items);
+        return items.map((i) => inserted.has(i.kase.id));
+      },
+      { maxBatch: 64, lanes: 4 },
+    );
+    insertBatches.set(db, batcher);
+  }
+  return batcher;
+}
+
 async function insertAndStart(
   ctx: AppContext,
   tenantId: string,
@@ -79,35 +99,33 @@ async function insertAndStart(
   prepared: Awaited<ReturnType<typeof prepare>>,
   requestId: string,
   dryRun: boolean,
-): Promise<CaseRow | undefined> {
+): Promise<NewCase | undefined> {
   const { wf } = prepared;
-  const caseId = uuid();
-  return insertCaseWithJob(
-    ctx.db.root,
-    {
-      id: caseId,
-      tenantId,
-      requestId,
-      status: "received",
-      type: input.type,
-      workflowId: wf.workflowId,
-      workflowVersion: wf.version,
-      subject: input.subject,
-      payload: input.payload ?? {},
-      metadata: input.metadata ?? {},
-      externalCustomerId: prepared.externalCustomerId,
-      eventTimestamp: prepared.eventTimestamp,
-      idempotencyKey: dryRun ? null : (input.idempotencyKey ?? null),
-      dryRun,
-      currentNodeId: wf.start,
-    },
-    stepJob(tenantId, caseId, 1, wf.start),
-  );
+  const kase: NewCase = {
+    id: uuid(),
+    tenantId,
+    requestId,
+    status: "received",
+    type: input.type,
+    workflowId: wf.workflowId,
+    workflowVersion: wf.version,
+    subject: input.subject,
+    payload: input.payload ?? {},
+    metadata: input.metadata ?? {},
+    externalCustomerId: prepared.externalCustomerId,
+    eventTimestamp: prepared.eventTimestamp,
+    idempotencyKey: dryRun ? null : (input.idempotencyKey ?? null),
+    dryRun,
+    currentNodeId: wf.start,
+  };
+  const inserted = await caseInserts(ctx.db).add({ kase, job: stepJob(tenantId, kase.id, 1, wf.start) });
+  return inserted ? kase : undefined;
 }
 
 /**
  * `POST /cases`. A known idempotency key answers with its case before anything else is checked;
- * a new case is inserted with its first workflow step in one statement. Of concurrent
+ * a new case is inserted with its first workflow step in one statement (shared with concurrent
+ * submissions). Of concurrent
  * submissions with one key, the unique index lets exactly one insert; the others read its case.
  */
 export async function submitCase(
@@ -119,16 +137,17 @@ export async function submitCase(
   const key = input.idempotencyKey;
   if (key !== undefined) {
     const existing = await findCaseByIdempotencyKey(ctx.db.root, tenantId, key);
-    if (existing) return { created: false, body: submissionBody(existing), row: existing };
+    if (existing) return { created: false, body: submissionBody(existing) };
   }
   const prepared = await prepare(ctx, input, () =>
     resolveSubmissionWorkflow(ctx.db.root, tenantId, input.workflowId, input.workflowVersion),
   );
-  const row = await insertAndStart(ctx, tenantId, input, prepared, requestId, false);
-  if (row) return { created: true, body: submissionBody(row), row };
+  const kase = await insertAndStart(ctx, tenantId, input, prepared, requestId, false);
+  if (kase)
+    return { created: true, body: { caseId: kase.id, requestId: kase.requestId, status: kase.status } };
   const winner = key === undefined ? undefined : await findCaseByIdempotencyKey(ctx.db.root, tenantId, key);
   if (!winner) throw new Error("a case insert was skipped without an idempotency key to explain it");
-  return { created: false, body: submissionBody(winner), row: winner };
+  return { created: false, body: submissionBody(winner) };
 }
 
 /** The operator's dry run: a case on the given version, published or not, marked `dryRun`. */
@@ -145,7 +164,8 @@ export async function dryRunCase(
   if (!wf) throw notFound(`version ${version} of workflow ${workflowId}`);
   const full = { ...input, workflowId, workflowVersion: version };
   const prepared = await prepare(ctx, full, async () => wf);
-  const row = await insertAndStart(ctx, tenantId, full, prepared, requestId, true);
+  const kase = await insertAndStart(ctx, tenantId, full, prepared, requestId, true);
+  const row = kase && (await findCase(ctx.db.root, tenantId, kase.id));
   if (!row) throw new Error("a dry-run case insert was skipped");
   return caseRecord(ctx.db.root, row);
 }

@@ -1,8 +1,8 @@
 import type { FeatureModule } from "../../platform/app-types.js";
-import type { JobHandler } from "../../platform/jobs.js";
+import type { ClaimedJob, JobHandler } from "../../platform/jobs.js";
 import { expireCallbackWait } from "./callbacks.service.js";
 import { engineRoutes } from "./engine.routes.js";
-import { runStep, STEP_JOB, type StepPayload, WAIT_TIMEOUT_JOB } from "./engine.service.js";
+import { runSteps, STEP_BATCH, STEP_JOB, type StepPayload, WAIT_TIMEOUT_JOB } from "./engine.service.js";
 
 export const engineModule: FeatureModule = {
   name: "engine",
@@ -11,8 +11,9 @@ export const engineModule: FeatureModule = {
     return [
       {
         kind: STEP_JOB,
-        mode: "transaction",
-        run: (job, tx, claim) => runStep(ctx, tx, job.payload as StepPayload, claim),
+        mode: "batch",
+        batchSize: STEP_BATCH,
+        run: (jobs, tx, claim) => runSteps(ctx, tx, jobs as ClaimedJob<StepPayload>[], claim),
       },
       {
         kind: WAIT_TIMEOUT_JOB,

@@ -39,73 +39,63 @@ export interface NewEvent {
  * other but never delivered: a partner's systems must not act on a case nobody submitted.
  */
 export async function emitEvent(tx: Executor, event: NewEvent): Promise<string> {
-  const id = uuid();
-  const deliveryId = uuid();
-  const webhookId = uuid();
-  const webhookKey = event.webhookKey ?? DEFAULT_WEBHOOK_KEY;
-  const job = deliveryJob(deliveryId, event.tenantId, webhookKey);
-  const delivered =
-    event.caseId === null
-      ? sql<boolean>`true`
-      : sql<boolean>`NOT EXISTS (SELECT 1 FROM cases WHERE id = ${event.caseId} AND dry_run)`;
-  // One statement for the event, its delivery and the delivery's job, with the NOTIFY that wakes
-  // the workers on commit. Events are the service's most frequent write: one round trip, not three.
-  await tx
-    .with("event", (db) =>
-      db.insertInto("events").values({
-        id,
-        tenant_id: event.tenantId,
-        case_id: event.caseId,
-        event_type: event.type,
-        webhook_key: event.webhookKey,
-        payload: JSON.stringify(event.payload),
-      }),
+  const [id] = await emitEvents(tx, [event]);
+  return id as string;
+}
+
+/**
+ * `emitEvent` for many events in one statement (events, deliveries, jobs and the NOTIFY that
+ * wakes the delivery worker on commit): events are the service's most frequent write.
+ */
+export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<string[]> {
+  if (events.length === 0) return [];
+  const rows = events.map((event) => {
+    const webhookId = uuid();
+    const deliveryId = uuid();
+    const webhookKey = event.webhookKey ?? DEFAULT_WEBHOOK_KEY;
+    return {
+      id: uuid(),
+      event,
+      deliveryId,
+      webhookId,
+      webhookKey,
+      body: serializeBody(webhookId, event.payload),
+      job: deliveryJob(deliveryId, event.tenantId, webhookKey),
+    };
+  });
+  const eventValues = sql.join(
+    rows.map(
+      (r) =>
+        sql`(${r.id}::uuid, ${r.event.tenantId}::uuid, ${r.event.caseId}::uuid, ${r.event.type}, ${r.event.webhookKey}, ${JSON.stringify(r.event.payload)}::jsonb)`,
+    ),
+  );
+  const deliveryValues = sql.join(
+    rows.map(
+      (r) =>
+        sql`(${r.deliveryId}::uuid, ${r.event.tenantId}::uuid, ${r.id}::uuid, ${r.event.caseId}::uuid, ${r.event.type}, ${r.webhookKey}, ${r.webhookId}::uuid, ${r.body}, ${r.job.kind}, ${JSON.stringify(r.job.payload)}::jsonb)`,
+    ),
+  );
+  await sql`
+    WITH event AS (
+      INSERT INTO events (id, tenant_id, case_id, event_type, webhook_key, payload)
+      VALUES ${eventValues}
+    ),
+    d AS (
+      SELECT * FROM (VALUES ${deliveryValues})
+        AS d(id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body, job_kind, job_payload)
+      WHERE d.case_id IS NULL
+         OR NOT EXISTS (SELECT 1 FROM cases c WHERE c.id = d.case_id AND c.dry_run)
+    ),
+    delivery AS (
+      INSERT INTO webhook_deliveries (id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body)
+      SELECT id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body FROM d
+      RETURNING id
+    ),
+    job AS (
+      INSERT INTO jobs (kind, payload)
+      SELECT d.job_kind, d.job_payload FROM d JOIN delivery ON delivery.id = d.id
+      RETURNING kind
     )
-    .with("delivery", (db) =>
-      db
-        .insertInto("webhook_deliveries")
-        .columns([
-          "id",
-          "tenant_id",
-          "event_id",
-          "case_id",
-          "event_type",
-          "webhook_key",
-          "webhook_id",
-          "body",
-        ])
-        .expression(
-          db
-            .selectNoFrom([
-              sql<string>`${deliveryId}::uuid`.as("id"),
-              sql<string>`${event.tenantId}::uuid`.as("tenant_id"),
-              sql<string>`${id}::uuid`.as("event_id"),
-              sql<string | null>`${event.caseId}::uuid`.as("case_id"),
-              sql<string>`${event.type}`.as("event_type"),
-              sql<string>`${webhookKey}`.as("webhook_key"),
-              sql<string>`${webhookId}::uuid`.as("webhook_id"),
-              sql<string>`${serializeBody(webhookId, event.payload)}`.as("body"),
-            ])
-            .where(delivered),
-        )
-        .returning("id"),
-    )
-    .with("job", (db) =>
-      db
-        .insertInto("jobs")
-        .columns(["kind", "payload"])
-        .expression(
-          db
-            .selectFrom("delivery")
-            .select([
-              sql<string>`${job.kind}`.as("kind"),
-              sql<string>`${JSON.stringify(job.payload)}::jsonb`.as("payload"),
-            ]),
-        )
-        .returning("kind"),
-    )
-    .selectFrom("job")
-    .select(notifyJobs.as("notified"))
-    .execute();
-  return id;
+    SELECT ${notifyJobs} FROM (SELECT DISTINCT kind FROM job) AS kinds`.execute(tx);
+  return rows.map((r) => r.id);
 }

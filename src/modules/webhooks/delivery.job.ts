@@ -1,8 +1,8 @@
+import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Db } from "../../platform/db/index.js";
 import { type PlainJobHandler, RescheduleJob } from "../../platform/jobs.js";
 import { SECRET_ID_HEADER, SIGNATURE_HEADER, signWebhookBody } from "../../verify-webhook.js";
-import { Batcher } from "./batcher.js";
 import {
   type AttemptContext,
   type AttemptKey,

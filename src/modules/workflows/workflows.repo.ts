@@ -141,29 +141,50 @@ export interface SubmissionTarget {
  * What a submission to the workflow would run on: the pinned version, or the current one. One
  * query without the definition, which a process usually has compiled already.
  */
-export async function findSubmissionTarget(
+export interface SubmissionTargetKey {
+  tenantId: string;
+  workflowId: string;
+  version: number | undefined;
+}
+
+/**
+ * For each key, in order: the workflow's current version and the version asked for (or the
+ * current one), or undefined for an unknown workflow. One statement for many keys, so that the
+ * submissions of concurrent requests share it.
+ */
+export async function findSubmissionTargets(
   db: Executor,
-  tenantId: string,
-  workflowId: string,
-  version: number | undefined,
-): Promise<SubmissionTarget | undefined> {
+  keys: SubmissionTargetKey[],
+): Promise<Array<SubmissionTarget | undefined>> {
+  if (keys.length === 0) return [];
+  const values = sql.join(
+    keys.map(
+      (k, i) => sql`(${i}::int, ${k.tenantId}::uuid, ${k.workflowId}::text, ${k.version ?? null}::int)`,
+    ),
+  );
   const result = await sql<{
+    i: number;
+    found: boolean;
     current_version: number | null;
     version: number | null;
     published: boolean | null;
   }>`
-    SELECT w.current_version, v.version, v.published_at IS NOT NULL AS published
-    FROM workflows w
+    SELECT q.i, w.workflow_id IS NOT NULL AS found, w.current_version, v.version,
+           v.published_at IS NOT NULL AS published
+    FROM (VALUES ${values}) AS q(i, tenant_id, workflow_id, version)
+    LEFT JOIN workflows w ON w.tenant_id = q.tenant_id AND w.workflow_id = q.workflow_id
     LEFT JOIN workflow_versions v
       ON v.tenant_id = w.tenant_id AND v.workflow_id = w.workflow_id
-      AND v.version = coalesce(${version ?? null}::integer, w.current_version)
-    WHERE w.tenant_id = ${tenantId} AND w.workflow_id = ${workflowId}`.execute(db);
-  const row = result.rows[0];
-  if (!row) return undefined;
-  return {
-    currentVersion: row.current_version,
-    version: row.version,
-    exists: row.version !== null,
-    published: row.published === true,
-  };
+      AND v.version = coalesce(q.version, w.current_version)`.execute(db);
+  const targets: Array<SubmissionTarget | undefined> = keys.map(() => undefined);
+  for (const row of result.rows) {
+    if (!row.found) continue;
+    targets[row.i] = {
+      currentVersion: row.current_version,
+      version: row.version,
+      exists: row.version !== null,
+      published: row.published === true,
+    };
+  }
+  return targets;
 }

@@ -1,3 +1,4 @@
+import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Executor } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
@@ -7,12 +8,14 @@ import { PATTERN_MESSAGES, WORKFLOW_ID_PATTERN } from "./workflow.schema.js";
 import type { CompiledWorkflow, WorkflowDefinition } from "./workflow.types.js";
 import { validateDefinition } from "./workflow.validator.js";
 import {
-  findSubmissionTarget,
+  findSubmissionTargets,
   findVersion,
   insertVersion,
   listVersions,
   listWorkflows,
   markPublished,
+  type SubmissionTarget,
+  type SubmissionTargetKey,
   setCurrentVersion,
   takeNextVersion,
 } from "./workflows.repo.js";
@@ -190,6 +193,18 @@ function refused(path: string, message: string): AppError {
   return new AppError("validation_failed", `${path} ${message}`, { details: [{ path, message }] });
 }
 
+const targetBatches = new WeakMap<Executor, Batcher<SubmissionTargetKey, SubmissionTarget | undefined>>();
+
+/** The lookups of concurrent submissions share one statement (see Batcher); nothing is cached. */
+function submissionTargets(db: Executor): Batcher<SubmissionTargetKey, SubmissionTarget | undefined> {
+  let batcher = targetBatches.get(db);
+  if (!batcher) {
+    batcher = new Batcher((keys) => findSubmissionTargets(db, keys), { maxBatch: 64, lanes: 4 });
+    targetBatches.set(db, batcher);
+  }
+  return batcher;
+}
+
 /**
  * The version a new case runs on (`POST /cases`): the pinned version if it is published, else
  * the current one. An unknown workflow, one with nothing published, or an unknown or
@@ -204,7 +219,7 @@ export async function resolveSubmissionWorkflow(
   if (version !== undefined && !isVersionNumber(version)) {
     throw refused("workflowVersion", `${version} is not a version of workflow ${workflowId}`);
   }
-  const target = await findSubmissionTarget(db, tenantId, workflowId, version);
+  const target = await submissionTargets(db).add({ tenantId, workflowId, version });
   if (!target) throw refused("workflowId", `"${workflowId}" is not a workflow of this tenant`);
   if (version === undefined && target.currentVersion === null) {
     throw refused("workflowId", `"${workflowId}" has no published version yet`);

@@ -1,8 +1,11 @@
 /**
  * Turns many concurrent single-row statements into one statement over many rows. Calls made
  * while earlier batches are still running wait for a free lane and go together, so a lone call
- * runs at once and a burst costs a few round trips instead of one each: under load, delivery's
- * database work shrinks with the number of attempts in flight.
+ * runs at once and a burst costs a few round trips instead of one each: under load, the database
+ * work per request shrinks with the number of requests in flight. Each round trip costs tens of
+ * microseconds of CPU on both sides, and a commit far more than a row: one statement of 16 rows
+ * inserts about six times as many rows per second as 16 statements of one row (docs/benchmarks.md).
+ * No item ever waits for a timer.
  */
 export class Batcher<I, O> {
   #queue: Array<{ item: I; resolve: (o: O) => void; reject: (e: unknown) => void }> = [];
