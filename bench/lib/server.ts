@@ -64,6 +64,39 @@ async function terminate(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
+/** Starts `node --import tsx src/main.ts worker` and resolves once it runs. */
+async function launchWorker(
+  env: Record<string, string>,
+  log: (message: string) => void,
+): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "worker"], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, CDS_LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      if (output.includes('"msg":"case decisioning service started"')) {
+        child.stdout?.off("data", onData);
+        resolve();
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+    });
+    child.once("exit", (code, signal) =>
+      reject(new Error(`the worker exited (${code ?? signal}) before starting:\n${output.slice(-4000)}`)),
+    );
+  });
+  child.stdout?.resume();
+  child.stderr?.resume();
+  log(`worker process running (pid ${child.pid})`);
+  return child;
+}
+
 /** The service on a fresh PostgreSQL database of its own, or on a fresh embedded one. */
 export async function startServer(
   options: ServerOptions & { usePostgres: boolean },
@@ -80,6 +113,13 @@ export async function startServer(
   };
   let running: Running | undefined = await launch(env, log);
   let ownDb: Db | undefined;
+  const workers: ChildProcess[] = [];
+  const addWorkers = async (count: number) => {
+    if (count > 0 && !database) log("extra worker processes need PostgreSQL; running without them");
+    for (let i = 0; database && i < count; i++)
+      workers.push(await launchWorker({ ...env, CDS_ROLE: "worker" }, log));
+  };
+  await addWorkers(options.workers ?? 0);
 
   const server: BenchServer = {
     get url() {
@@ -93,6 +133,7 @@ export async function startServer(
       return new OperatorClient(server.url, adminToken).request<T>(method, apiPath, body);
     },
     partner: (partnerOptions) => provisionPartner((m, p, b) => server.admin(m, p, b), partnerOptions),
+    addWorkers,
     async withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
       if (database) {
         ownDb ??= await openDb({ databaseUrl: database.url, poolSize: 4 });
@@ -110,6 +151,7 @@ export async function startServer(
       }
     },
     async stop() {
+      for (const worker of workers.splice(0)) await terminate(worker);
       if (running) await terminate(running.child);
       running = undefined;
       await ownDb?.close();

@@ -29,6 +29,11 @@ export interface ScenarioResult {
 export interface ServerOptions {
   /** Extra environment for the service process (CDS_ROLE, CDS_WORKER_CONCURRENCY, …). */
   env?: Record<string, string>;
+  /**
+   * Worker processes (`cds worker`) to run beside the service on its database, PostgreSQL only:
+   * with `env: {CDS_ROLE: "api"}`, the API and the workers scale apart as in production.
+   */
+  workers?: number;
 }
 
 /** The real service, running in a child process of the bench on a database of its own. */
@@ -43,6 +48,8 @@ export interface BenchServer {
   admin<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
   /** A tenant with an API key (no rate limit unless given), tag options, and nothing else. */
   partner(options?: PartnerOptions): Promise<Partner>;
+  /** Starts more worker processes (`cds worker`) on the service's database (PostgreSQL only). */
+  addWorkers(count: number): Promise<void>;
   /**
    * Runs `fn` on the service's database from the bench process. On PostgreSQL a second connection
    * pool; on the embedded database the service is stopped for the duration and started again.

@@ -1,5 +1,6 @@
 import os from "node:os";
 import { type QueryCreator, sql } from "kysely";
+import { Batcher } from "./batcher.js";
 import { randomBase62 } from "./crypto.js";
 import type { Database, Db, Executor, Tx } from "./db/index.js";
 import type { Log } from "./logger.js";
@@ -213,6 +214,14 @@ export class JobWorker {
   readonly #held = new Set<number>();
   /** The loop sleeps because every slot is busy: a finishing job must wake it. */
   #slotStarved = false;
+  /** Completions of plain jobs, many in one statement when many finish together. */
+  readonly #completions = new Batcher<ClaimedJob, void>(
+    async (jobs) => {
+      await this.#completeAll(this.db.root, jobs);
+      return jobs.map(() => undefined);
+    },
+    { maxBatch: 128, lanes: 2 },
+  );
   #stopped = true;
   #wake: (() => void) | undefined;
   /** Set by a wake-up that came while the loop was not asleep (a NOTIFY during a claim). */
@@ -492,7 +501,7 @@ export class JobWorker {
       }
       if (handler.mode === "batch") return (await this.#executeBatch([row], handler))[0];
       await handler.run(job, this.db);
-      await this.#complete(this.db.root, job);
+      await this.#completions.add(job);
     } catch (err) {
       if (err instanceof LeaseLost) return undefined;
       await this.#fail(job, err, handler);

@@ -136,7 +136,7 @@ const lookups = new WeakMap<Db, Batcher<Buffer, ApiKeyRow | undefined>>();
 function keyLookups(db: Db): Batcher<Buffer, ApiKeyRow | undefined> {
   let batcher = lookups.get(db);
   if (!batcher) {
-    batcher = new Batcher((hashes) => findLiveKeysByHash(db.root, hashes), { maxBatch: 64, lanes: 4 });
+    batcher = new Batcher((hashes) => findLiveKeysByHash(db.root, hashes), { maxBatch: 128, lanes: 1 });
     lookups.set(db, batcher);
   }
   return batcher;

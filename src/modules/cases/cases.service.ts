@@ -85,7 +85,7 @@ function caseInserts(db: Db): Batcher<{ kase: NewCase; job: JobSpec<unknown> }, 
         const inserted = await insertCasesWithJobs(db.root, items);
         return items.map((i) => inserted.has(i.kase.id));
       },
-      { maxBatch: 64, lanes: 4 },
+      { maxBatch: 128, lanes: 1 },
     );
     insertBatches.set(db, batcher);
   }

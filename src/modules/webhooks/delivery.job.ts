@@ -45,6 +45,22 @@ export function signingSecret(config: NonNullable<AttemptContext["config"]>): {
   return { id: config.active_secret_id, secret: active.secret };
 }
 
+/** Remembers when it last warned about each key, to warn about it at most once a minute. */
+class WarnOnce {
+  readonly #last = new Map<string, number>();
+
+  warnNow(key: string): boolean {
+    const now = Date.now();
+    const last = this.#last.get(key);
+    if (last !== undefined && now - last < 60_000) return false;
+    if (this.#last.size > 10_000) this.#last.clear();
+    this.#last.set(key, now);
+    return true;
+  }
+}
+
+const unconfigured = new WarnOnce();
+
 /** The attempt log keeps where an attempt went, without the query string (it may carry a token). */
 function targetOf(url: URL): string {
   return `${url.origin}${url.pathname}`;
@@ -95,6 +111,7 @@ export async function attemptDelivery(
   store: AttemptStore,
   payload: DeliveryJobPayload,
   onSent: (latencyMs: number) => void = () => {},
+  onUnconfigured: () => void = () => {},
 ): Promise<number | null> {
   const { tenantId, deliveryId } = payload;
   const at = await store.start({ tenantId, deliveryId });
@@ -103,7 +120,7 @@ export async function attemptDelivery(
   const about = { deliveryId, tenantId, webhookKey: at.webhook_key, attempt: n };
   const interrupted = interruptedAttempts(at);
 
-  const giveUp = async (reason: string) => {
+  const giveUp = async (reason: string, level: "warn" | "debug" = "warn") => {
     await store.record({
       tenantId,
       deliveryId,
@@ -115,11 +132,14 @@ export async function attemptDelivery(
       lastError: reason,
       retryInMs: null,
     });
-    ctx.log.warn({ ...about, reason }, "webhook delivery failed for good");
+    ctx.log[level]({ ...about, reason }, "webhook delivery failed for good");
     return null;
   };
   if (!at.config) {
-    return giveUp(`no webhook configuration "${at.webhook_key}" exists for this tenant`);
+    onUnconfigured();
+    // Every event of a tenant without the configuration fails like this: say so once a minute.
+    const level = unconfigured.warnNow(`${tenantId}/${at.webhook_key}`) ? "warn" : "debug";
+    return giveUp(`no webhook configuration "${at.webhook_key}" exists for this tenant`, level);
   }
   if (n > at.config.max_attempts) {
     return giveUp(`all ${at.config.max_attempts} attempts were made; the last was interrupted`);
@@ -185,11 +205,20 @@ export async function attemptDelivery(
 export function deliveryHandler(ctx: AppContext): PlainJobHandler<DeliveryJobPayload> {
   const gate = new DeliveryGate({ perEndpoint: ctx.config.webhookEndpointConcurrency });
   const store = attemptStore(ctx.db);
+  // Endpoints found without a configuration a moment ago: their deliveries fail at once, so they
+  // skip the gate instead of queueing for slots they would hold for no time (fairness only: the
+  // configuration is still read for every attempt).
+  const unconfigured = new Map<string, number>();
   return {
     kind: DELIVERY_JOB,
     mode: "plain",
     async run(job) {
       const { tenantId, webhookKey } = job.payload;
+      const endpoint = `${tenantId}/${webhookKey}`;
+      if ((unconfigured.get(endpoint) ?? 0) > Date.now()) {
+        await attemptDelivery(ctx, store, job.payload);
+        return;
+      }
       const entry = await gate.enter(tenantId, webhookKey);
       if ("deferMs" in entry) {
         ctx.log.debug(
@@ -200,7 +229,16 @@ export function deliveryHandler(ctx: AppContext): PlainJobHandler<DeliveryJobPay
       }
       let retryInMs: number | null;
       try {
-        retryInMs = await attemptDelivery(ctx, store, job.payload, (latencyMs) => entry.release(latencyMs));
+        retryInMs = await attemptDelivery(
+          ctx,
+          store,
+          job.payload,
+          (latencyMs) => entry.release(latencyMs),
+          () => {
+            if (unconfigured.size > 10_000) unconfigured.clear();
+            unconfigured.set(endpoint, Date.now() + 1000);
+          },
+        );
       } finally {
         // An attempt that ended before sending (nothing to send, or the database failed) frees its slot too.
         entry.release(0);

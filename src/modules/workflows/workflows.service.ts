@@ -199,7 +199,7 @@ const targetBatches = new WeakMap<Executor, Batcher<SubmissionTargetKey, Submiss
 function submissionTargets(db: Executor): Batcher<SubmissionTargetKey, SubmissionTarget | undefined> {
   let batcher = targetBatches.get(db);
   if (!batcher) {
-    batcher = new Batcher((keys) => findSubmissionTargets(db, keys), { maxBatch: 64, lanes: 4 });
+    batcher = new Batcher((keys) => findSubmissionTargets(db, keys), { maxBatch: 128, lanes: 1 });
     targetBatches.set(db, batcher);
   }
   return batcher;
