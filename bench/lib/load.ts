@@ -1,5 +1,7 @@
+import http from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
-import { median } from "./stats.js";
+import { median, percentile } from "./stats.js";
 
 /** One kind of request to put under load. */
 export interface LoadRequest {
@@ -96,4 +98,77 @@ export async function loadTargets(
       runs: own,
     };
   });
+}
+
+/** An open-loop load at a fixed arrival rate. */
+export interface PacedLoad {
+  url: string;
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  headers?: Record<string, string>;
+  body?: string;
+  /** Requests per second, spaced evenly (not fired in a burst at the top of each second). */
+  rate: number;
+  seconds: number;
+  /** Keep-alive sockets; requests beyond them wait in the client, and that wait counts as latency. */
+  connections: number;
+}
+
+export interface PacedRun {
+  sent: number;
+  /** Answered requests per second over the whole run, from the first send to the last answer. */
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/**
+ * Sends request i at start + i / rate, whether or not earlier ones were answered (open loop), so
+ * that a slow server shows as latency instead of as a slower arrival rate. autocannon's
+ * `overallRate` is not this: it lets each connection fire its share of a second's quota at once,
+ * then idle until the next second, which turns a steady rate into bursts.
+ */
+export async function paced(load: PacedLoad): Promise<PacedRun> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: load.connections });
+  const latencies: number[] = [];
+  const failures: string[] = [];
+  const inFlight = new Set<Promise<void>>();
+  const send = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const at = performance.now();
+      const req = http.request(load.url, { method: load.method, headers: load.headers, agent }, (res) => {
+        res.resume();
+        res.on("end", () => {
+          if ((res.statusCode ?? 0) >= 300) failures.push(`status ${res.statusCode}`);
+          else latencies.push(performance.now() - at);
+          resolve();
+        });
+      });
+      req.on("error", (err) => {
+        failures.push(err.message);
+        resolve();
+      });
+      req.end(load.body);
+    });
+  const total = Math.round(load.rate * load.seconds);
+  const started = performance.now();
+  for (let i = 0; i < total; ) {
+    const due = Math.min(total, Math.floor(((performance.now() - started) * load.rate) / 1000) + 1);
+    for (; i < due; i++) {
+      const p = send();
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p));
+    }
+    await sleep(1);
+  }
+  await Promise.all(inFlight);
+  const elapsed = (performance.now() - started) / 1000;
+  agent.destroy();
+  if (failures.length > 0)
+    throw new Error(`paced load: ${failures.length} of ${total} requests failed (first: ${failures[0]})`);
+  return {
+    sent: total,
+    requestsPerSecond: latencies.length / elapsed,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+  };
 }
