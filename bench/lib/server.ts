@@ -17,21 +17,28 @@ interface Running {
   url: string;
 }
 
-/** Starts `node --import tsx src/main.ts serve` and resolves once it listens and is ready. */
-async function launch(env: Record<string, string>, log: (message: string) => void): Promise<Running> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
+/**
+ * Starts `node --import tsx src/main.ts <command>` and resolves once its log has a line matching
+ * `started` (with that match), failing with the end of its output if it exits first.
+ */
+async function spawnService(
+  command: "serve" | "worker",
+  env: Record<string, string>,
+  started: RegExp,
+): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", command], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", CDS_LOG_LEVEL: "info", ...env },
+    env: { ...process.env, CDS_LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
-  const url = await new Promise<string>((resolve, reject) => {
+  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString("utf8");
-      const match = /"msg":"Server listening at (http:\/\/[^"]+)"/.exec(output);
-      if (match) {
+      const found = started.exec(output);
+      if (found) {
         child.stdout?.off("data", onData);
-        resolve(match[1] as string);
+        resolve(found);
       }
     };
     child.stdout?.on("data", onData);
@@ -39,12 +46,23 @@ async function launch(env: Record<string, string>, log: (message: string) => voi
       output += chunk.toString("utf8");
     });
     child.once("exit", (code, signal) =>
-      reject(new Error(`the service exited (${code ?? signal}) before listening:\n${output.slice(-4000)}`)),
+      reject(new Error(`\`${command}\` exited (${code ?? signal}) before starting:\n${output.slice(-4000)}`)),
     );
   });
   // Keep reading so that a full pipe never blocks the service.
   child.stdout?.resume();
   child.stderr?.resume();
+  return { child, match };
+}
+
+/** Starts the API (`src/main.ts serve`) and resolves once it listens and is ready. */
+async function launch(env: Record<string, string>, log: (message: string) => void): Promise<Running> {
+  const { child, match } = await spawnService(
+    "serve",
+    { PORT: "0", HOST: "127.0.0.1", ...env },
+    /"msg":"Server listening at (http:\/\/[^"]+)"/,
+  );
+  const url = match[1] as string;
   for (let i = 0; ; i++) {
     const res = await fetch(`${url}/ready`).catch(() => undefined);
     if (res?.status === 200) break;
@@ -64,35 +82,12 @@ async function terminate(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-/** Starts `node --import tsx src/main.ts worker` and resolves once it runs. */
+/** Starts a worker process (`src/main.ts worker`) and resolves once it runs. */
 async function launchWorker(
   env: Record<string, string>,
   log: (message: string) => void,
 ): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "worker"], {
-    cwd: PROJECT_ROOT,
-    env: { ...process.env, CDS_LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  await new Promise<void>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-      if (output.includes('"msg":"case decisioning service started"')) {
-        child.stdout?.off("data", onData);
-        resolve();
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-    });
-    child.once("exit", (code, signal) =>
-      reject(new Error(`the worker exited (${code ?? signal}) before starting:\n${output.slice(-4000)}`)),
-    );
-  });
-  child.stdout?.resume();
-  child.stderr?.resume();
+  const { child } = await spawnService("worker", env, /"msg":"case decisioning service started"/);
   log(`worker process running (pid ${child.pid})`);
   return child;
 }
