@@ -172,6 +172,21 @@ describe("webhook delivery", () => {
     expect(delivery).toMatchObject({ status: "failed", webhookKey: "default" });
     expect(delivery.lastError).toMatch(/no webhook configuration "default"/);
   });
+
+  it("uses a configuration created right after a delivery failed for want of it, and retries its attempts", async () => {
+    const tenantId = await createTenant(h.app);
+    const caseId = await createStoredCase(h.ctx, tenantId);
+    const s = { tenantId, caseId, path: `/hooks/${++paths}` };
+    await emit(decided(s));
+    await settled(tenantId);
+    await configureWebhook(h.app, adminHeaders, tenantId, { url: receiver.url(s.path), maxAttempts: 2 });
+    receiver.on(s.path, (_request, index) => (index === 0 ? { status: 500 } : {}));
+    await emit(decided(s));
+    const requests = await receiver.waitFor(2, { path: s.path, timeoutMs: 10_000 });
+    expect(new Set(requests.map((r) => r.json().webhookId)).size).toBe(1);
+    const [latest] = await settled(tenantId, 2);
+    expect(latest).toMatchObject({ status: "succeeded", attemptCount: 2 });
+  });
 });
 
 describe.concurrent("retries", () => {
@@ -199,6 +214,9 @@ describe.concurrent("retries", () => {
       [4, 500, "HTTP 500"],
     ]);
     expect(delivery.attempts[0].responseBody).toBe("upstream exploded");
+    // No further attempt comes, and no job is left (its deletion follows the outcome's record).
+    await delay(1500);
+    expect(receiver.received(s.path)).toHaveLength(4);
     const jobs = await h.ctx.db.root
       .selectFrom("jobs")
       .select("id")
@@ -206,8 +224,6 @@ describe.concurrent("retries", () => {
       .where((eb) => eb(eb.ref("payload", "->>").key("deliveryId" as never), "=", delivery.deliveryId))
       .execute();
     expect(jobs).toEqual([]);
-    await delay(1500);
-    expect(receiver.received(s.path)).toHaveLength(4);
   });
 
   it("stops after the configured maxAttempts; a configuration that names none gets 5 attempts and 10 s", async () => {

@@ -216,7 +216,10 @@ export function deliveryHandler(ctx: AppContext): PlainJobHandler<DeliveryJobPay
       const { tenantId, webhookKey } = job.payload;
       const endpoint = `${tenantId}/${webhookKey}`;
       if ((unconfigured.get(endpoint) ?? 0) > Date.now()) {
-        await attemptDelivery(ctx, store, job.payload);
+        // Still an attempt like any other: a configuration created meanwhile is used, and a failed
+        // attempt is retried.
+        const retryInMs = await attemptDelivery(ctx, store, job.payload);
+        if (retryInMs !== null) throw new RescheduleJob(retryInMs, "next webhook attempt");
         return;
       }
       const entry = await gate.enter(tenantId, webhookKey);
