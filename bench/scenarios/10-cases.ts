@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import type { WorkflowDefinition } from "../../src/modules/workflows/workflow.types.js";
 import type { Db } from "../../src/platform/db/index.js";
+import { runIfMain } from "../lib/harness.js";
 import { type PacedRun, paced } from "../lib/load.js";
 import { median, round } from "../lib/stats.js";
 import type { BenchServer, Scenario } from "../lib/types.js";
@@ -256,3 +257,4 @@ const scenario: Scenario = {
 };
 
 export default scenario;
+await runIfMain(import.meta.url, scenario);

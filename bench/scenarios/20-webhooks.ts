@@ -4,7 +4,6 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import { configWith } from "../../src/config.js";
 import { insertCase } from "../../src/modules/cases/cases.repo.js";
 import { emitEvent, type NewEvent } from "../../src/modules/events/events.js";
@@ -16,12 +15,9 @@ import { type Db, openDb } from "../../src/platform/db/index.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { migrate } from "../../src/platform/migrate.js";
 import { startWorker } from "../../src/worker.js";
-import { DATABASE_SERVER, serverVersion } from "../lib/database.js";
-import { loadTargets } from "../lib/load.js";
-import { formatTable } from "../lib/report.js";
-import { startServer } from "../lib/server.js";
+import { runIfMain } from "../lib/harness.js";
 import { median, percentile, round } from "../lib/stats.js";
-import type { BenchContext, BenchServer, Scenario } from "../lib/types.js";
+import type { BenchServer, Scenario } from "../lib/types.js";
 
 /**
  * Webhook delivery: sustained deliveries per second to a local receiver, and the time from an
@@ -385,33 +381,4 @@ const scenario: Scenario = {
 
 export default scenario;
 
-/** `node --import tsx bench/scenarios/20-webhooks.ts` runs this scenario alone. */
-async function runAlone(): Promise<void> {
-  const usePostgres = (await serverVersion()) !== undefined;
-  const settings = {
-    durationSeconds: Number(process.env.BENCH_DURATION ?? 5),
-    repeats: Math.max(1, Number(process.env.BENCH_REPEATS ?? 5)),
-    warmupSeconds: Number(process.env.BENCH_WARMUP ?? 3),
-    connections: Math.max(1, Number(process.env.BENCH_CONNECTIONS ?? 32)),
-  };
-  const log = (message: string) => process.stderr.write(`  ${message}\n`);
-  const servers: BenchServer[] = [];
-  const ctx: BenchContext = {
-    settings,
-    async startServer(options = {}) {
-      const server = await startServer({ ...options, usePostgres }, log);
-      servers.push(server);
-      return server;
-    },
-    load: (targets, options = {}) => loadTargets(targets, { ...settings, ...options }, log),
-    log,
-  };
-  console.log(`Database: ${usePostgres ? `PostgreSQL at ${DATABASE_SERVER}` : "EMBEDDED (PGlite)"}`);
-  try {
-    console.log(formatTable(await scenario.run(ctx)));
-  } finally {
-    for (const server of servers) await server.stop();
-  }
-}
-
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await runAlone();
+await runIfMain(import.meta.url, scenario);

@@ -3,15 +3,11 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { insertCase } from "../../src/modules/cases/cases.repo.js";
 import { uuid } from "../../src/platform/crypto.js";
-import { DATABASE_SERVER, serverVersion } from "../lib/database.js";
-import { loadTargets } from "../lib/load.js";
-import { formatTable } from "../lib/report.js";
-import { startServer } from "../lib/server.js";
+import { runIfMain } from "../lib/harness.js";
 import { median, round } from "../lib/stats.js";
-import type { BenchContext, BenchServer, Scenario } from "../lib/types.js";
+import type { BenchServer, Scenario } from "../lib/types.js";
 
 /**
  * Upload throughput over the signed URL (signature and header checks, streamed to a temporary
@@ -235,33 +231,4 @@ const scenario: Scenario = {
 
 export default scenario;
 
-/** `node --import tsx bench/scenarios/30-uploads.ts` runs this scenario alone. */
-async function runAlone(): Promise<void> {
-  const usePostgres = (await serverVersion()) !== undefined;
-  const settings = {
-    durationSeconds: Number(process.env.BENCH_DURATION ?? 5),
-    repeats: Math.max(1, Number(process.env.BENCH_REPEATS ?? 5)),
-    warmupSeconds: Number(process.env.BENCH_WARMUP ?? 3),
-    connections: Math.max(1, Number(process.env.BENCH_CONNECTIONS ?? 32)),
-  };
-  const log = (message: string) => process.stderr.write(`  ${message}\n`);
-  const servers: BenchServer[] = [];
-  const ctx: BenchContext = {
-    settings,
-    async startServer(options = {}) {
-      const server = await startServer({ ...options, usePostgres }, log);
-      servers.push(server);
-      return server;
-    },
-    load: (targets, options = {}) => loadTargets(targets, { ...settings, ...options }, log),
-    log,
-  };
-  console.log(`Database: ${usePostgres ? `PostgreSQL at ${DATABASE_SERVER}` : "EMBEDDED (PGlite)"}`);
-  try {
-    console.log(formatTable(await scenario.run(ctx)));
-  } finally {
-    for (const server of servers) await server.stop();
-  }
-}
-
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await runAlone();
+await runIfMain(import.meta.url, scenario);
