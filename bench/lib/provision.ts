@@ -1,4 +1,8 @@
 import { SCOPES, type Scope } from "../../src/modules/auth/scopes.js";
+import type { CaseStatus } from "../../src/modules/cases/case-status.js";
+import { insertCase } from "../../src/modules/cases/cases.repo.js";
+import { uuid } from "../../src/platform/crypto.js";
+import type { Db } from "../../src/platform/db/index.js";
 
 export interface PartnerOptions {
   name?: string;
@@ -40,4 +44,28 @@ export async function provisionPartner(admin: Admin, options: PartnerOptions = {
     });
   }
   return { tenantId: tenant.tenantId, keyId: key.keyId, key: key.key, headers: { "x-api-key": key.key } };
+}
+
+/**
+ * A case written straight through the cases repository, for scenarios that need one to exist
+ * without running a workflow (tags, webhook events, information requests).
+ */
+export async function insertStoredCase(db: Db, tenantId: string, status: CaseStatus): Promise<string> {
+  const row = await insertCase(db.root, {
+    id: uuid(),
+    tenantId,
+    requestId: uuid(),
+    status,
+    type: "KYC",
+    workflowId: "bench",
+    workflowVersion: 1,
+    subject: { person: { firstName: "Ada", lastName: "Lovelace" } },
+    payload: {},
+    metadata: {},
+    externalCustomerId: null,
+    eventTimestamp: null,
+    idempotencyKey: null,
+    dryRun: false,
+  });
+  return row.id;
 }

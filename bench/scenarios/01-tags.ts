@@ -1,6 +1,5 @@
-import { insertCase } from "../../src/modules/cases/cases.repo.js";
-import { uuid } from "../../src/platform/crypto.js";
 import { runIfMain } from "../lib/harness.js";
+import { insertStoredCase } from "../lib/provision.js";
 import { round } from "../lib/stats.js";
 import type { Scenario } from "../lib/types.js";
 
@@ -14,25 +13,7 @@ const scenario: Scenario = {
   async run(ctx) {
     const server = await ctx.startServer();
     const partner = await server.partner({ scopes: ["tags:read", "tags:write"], tags: ["vip", "watch"] });
-    const caseId = await server.withDb(async (db) => {
-      const row = await insertCase(db.root, {
-        id: uuid(),
-        tenantId: partner.tenantId,
-        requestId: uuid(),
-        status: "decided",
-        type: "KYC",
-        workflowId: "bench",
-        workflowVersion: 1,
-        subject: { person: { firstName: "Ada", lastName: "Lovelace" } },
-        payload: {},
-        metadata: {},
-        externalCustomerId: null,
-        eventTimestamp: null,
-        idempotencyKey: null,
-        dryRun: false,
-      });
-      return row.id;
-    });
+    const caseId = await server.withDb((db) => insertStoredCase(db, partner.tenantId, "decided"));
     for (const tag of ["vip", "watch"]) {
       const res = await fetch(`${server.url}/cases/${caseId}/tags`, {
         method: "POST",

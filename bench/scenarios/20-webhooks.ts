@@ -5,17 +5,17 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { configWith } from "../../src/config.js";
-import { insertCase } from "../../src/modules/cases/cases.repo.js";
 import { emitEvent, type NewEvent } from "../../src/modules/events/events.js";
 import { insertTenant } from "../../src/modules/tenants/tenants.repo.js";
 import { upsertWebhookConfig } from "../../src/modules/webhooks/webhook-configs.repo.js";
 import { createBlobStore } from "../../src/platform/blobs/index.js";
 import { uuid } from "../../src/platform/crypto.js";
-import { type Db, openDb } from "../../src/platform/db/index.js";
+import { openDb } from "../../src/platform/db/index.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { migrate } from "../../src/platform/migrate.js";
 import { startWorker } from "../../src/worker.js";
 import { runIfMain } from "../lib/harness.js";
+import { insertStoredCase } from "../lib/provision.js";
 import { median, percentile, round } from "../lib/stats.js";
 import type { BenchServer, Scenario } from "../lib/types.js";
 
@@ -81,26 +81,6 @@ interface Rig {
   stop(): Promise<void>;
 }
 
-async function storedCase(db: Db, tenantId: string): Promise<string> {
-  const row = await insertCase(db.root, {
-    id: uuid(),
-    tenantId,
-    requestId: uuid(),
-    status: "running",
-    type: "KYC",
-    workflowId: "bench",
-    workflowVersion: 1,
-    subject: { person: { firstName: "Ada", lastName: "Lovelace" } },
-    payload: {},
-    metadata: {},
-    externalCustomerId: null,
-    eventTimestamp: null,
-    idempotencyKey: null,
-    dryRun: false,
-  });
-  return row.id;
-}
-
 const SECRETS = [{ id: "bench", secret: "whsec_bench_0123456789abcdef" }];
 
 function serviceRig(server: BenchServer): Rig {
@@ -115,7 +95,7 @@ function serviceRig(server: BenchServer): Rig {
       });
       return {
         tenantId: partner.tenantId,
-        caseId: await server.withDb((db) => storedCase(db, partner.tenantId)),
+        caseId: await server.withDb((db) => insertStoredCase(db, partner.tenantId, "running")),
       };
     },
     emit: (events) =>
@@ -147,7 +127,7 @@ async function inProcessRig(): Promise<Rig> {
         maxAttempts: 5,
         timeoutMs: 10_000,
       });
-      return { tenantId, caseId: await storedCase(db, tenantId) };
+      return { tenantId, caseId: await insertStoredCase(db, tenantId, "running") };
     },
     emit: (events) =>
       db.transaction(async (tx) => {

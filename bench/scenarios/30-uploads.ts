@@ -3,9 +3,8 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { insertCase } from "../../src/modules/cases/cases.repo.js";
-import { uuid } from "../../src/platform/crypto.js";
 import { runIfMain } from "../lib/harness.js";
+import { insertStoredCase } from "../lib/provision.js";
 import { median, round } from "../lib/stats.js";
 import type { BenchServer, Scenario } from "../lib/types.js";
 
@@ -88,23 +87,7 @@ async function requestsFor(server: BenchServer, count: number): Promise<PendingR
   const cases = await server.withDb(async (db) => {
     const ids: string[] = [];
     for (let i = 0; i < Math.ceil(count / 90); i++) {
-      const row = await insertCase(db.root, {
-        id: uuid(),
-        tenantId: partner.tenantId,
-        requestId: uuid(),
-        status: "in_review",
-        type: "KYC",
-        workflowId: "bench",
-        workflowVersion: 1,
-        subject: { person: { firstName: "Ada", lastName: "Lovelace" } },
-        payload: {},
-        metadata: {},
-        externalCustomerId: null,
-        eventTimestamp: null,
-        idempotencyKey: null,
-        dryRun: false,
-      });
-      ids.push(row.id);
+      ids.push(await insertStoredCase(db, partner.tenantId, "in_review"));
     }
     return ids;
   });
