@@ -2,12 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.js";
 import type { App } from "../src/platform/app-types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
-import { adminHeaders, createPartner, createStoredCase, type Partner } from "./support/fixtures.js";
+import { adminHeaders, createStoredCase, type Partner } from "./support/fixtures.js";
 import {
   answerRfi,
   eventsOf,
   injectPut,
   mintSlot,
+  type OpenRequest,
+  openRequest as openRequestFor,
   raiseRfi,
   setCase,
   uploadDocument,
@@ -23,24 +25,13 @@ afterAll(async () => {
   await h.close();
 });
 
-interface Open {
-  partner: Partner;
-  caseId: string;
-  rfiId: string;
-}
+const openRequest = (partner?: Partner) => openRequestFor(h.app, h.ctx, partner);
 
-async function openRequest(partner?: Partner): Promise<Open> {
-  const p = partner ?? (await createPartner(h.app));
-  const caseId = await createStoredCase(h.ctx, p.tenantId);
-  const { rfiId } = await raiseRfi(h.app, p, caseId);
-  return { partner: p, caseId, rfiId };
-}
-
-function answer(o: Open, payload: unknown) {
+function answer(o: OpenRequest, payload: unknown) {
   return answerRfi(h.app, o.partner, o.caseId, o.rfiId, payload);
 }
 
-async function status(o: Open): Promise<string> {
+async function status(o: OpenRequest): Promise<string> {
   const res = await h.app.inject({
     method: "GET",
     url: `/cases/${o.caseId}/rfi/${o.rfiId}`,

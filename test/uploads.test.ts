@@ -6,12 +6,14 @@ import { buildApp } from "../src/app.js";
 import type { App } from "../src/platform/app-types.js";
 import { createBlobStore } from "../src/platform/blobs/index.js";
 import { createTestApp, type TestApp } from "./support/app.js";
-import { adminHeaders, createPartner, createStoredCase, type Partner } from "./support/fixtures.js";
+import { adminHeaders, createStoredCase, type Partner } from "./support/fixtures.js";
 import {
   answerRfi,
   injectPut,
   listen,
   mintSlot,
+  type OpenRequest,
+  openRequest as openRequestFor,
   PDF,
   pathOf,
   raiseRfi,
@@ -33,20 +35,9 @@ afterAll(async () => {
   await h.close();
 });
 
-interface Open {
-  partner: Partner;
-  caseId: string;
-  rfiId: string;
-}
+const openRequest = (partner?: Partner) => openRequestFor(h.app, h.ctx, partner);
 
-async function openRequest(partner?: Partner): Promise<Open> {
-  const p = partner ?? (await createPartner(h.app));
-  const caseId = await createStoredCase(h.ctx, p.tenantId);
-  const { rfiId } = await raiseRfi(h.app, p, caseId);
-  return { partner: p, caseId, rfiId };
-}
-
-function mint(o: Open, body: Record<string, unknown> = {}) {
+function mint(o: OpenRequest, body: Record<string, unknown> = {}) {
   return mintSlot(h.app, o.partner, o.caseId, o.rfiId, body);
 }
 
@@ -246,7 +237,7 @@ describe("POST /cases/{caseId}/rfi/{rfiId}/documents", () => {
 });
 
 describe("PUT {uploadUrl}", () => {
-  async function slot(o: Open, body: Buffer, contentType = PDF) {
+  async function slot(o: OpenRequest, body: Buffer, contentType = PDF) {
     return (await mint(o, { sizeBytes: body.length, contentType })).json() as {
       uploadId: string;
       uploadUrl: string;

@@ -2,7 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { App } from "../../src/platform/app-types.js";
 import type { AppContext } from "../../src/platform/context.js";
-import type { Partner } from "./fixtures.js";
+import { createPartner, createStoredCase, type Partner } from "./fixtures.js";
 
 /** Helpers of the information-request tests: raise, mint, upload, answer, read the outbox. */
 
@@ -22,6 +22,21 @@ export async function raiseRfi(
   });
   if (res.statusCode !== 201) throw new Error(`raising an RFI answered ${res.statusCode}: ${res.body}`);
   return res.json();
+}
+
+/** A pending information request on a case of the partner's own. */
+export interface OpenRequest {
+  partner: Partner;
+  caseId: string;
+  rfiId: string;
+}
+
+/** Raises a request on a new stored case, for `partner` or else a new partner with every scope. */
+export async function openRequest(app: App, ctx: AppContext, partner?: Partner): Promise<OpenRequest> {
+  const p = partner ?? (await createPartner(app));
+  const caseId = await createStoredCase(ctx, p.tenantId);
+  const { rfiId } = await raiseRfi(app, p, caseId);
+  return { partner: p, caseId, rfiId };
 }
 
 export function mintSlot(
