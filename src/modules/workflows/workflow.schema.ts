@@ -67,6 +67,16 @@ function nodeSchema(
   };
 }
 
+/** A non-empty list of at most `max` objects with exactly these properties, each required. */
+function clauses(max: number, properties: Record<string, unknown>): Record<string, unknown> {
+  return {
+    type: "array",
+    minItems: 1,
+    maxItems: max,
+    items: { type: "object", required: Object.keys(properties), properties, additionalProperties: false },
+  };
+}
+
 const defs = {
   nodeId: {
     description: "A node id: a CEL identifier of up to 64 characters, unique in the workflow.",
@@ -118,17 +128,7 @@ const defs = {
     "Rules in order: the first whose `when` holds picks `next`; when none holds, `default`.",
     ["rules", "default"],
     {
-      rules: {
-        type: "array",
-        minItems: 1,
-        maxItems: LIMITS.rulesPerNode,
-        items: {
-          type: "object",
-          required: ["when", "next"],
-          properties: { when: ref("condition"), next: ref("nodeRef") },
-          additionalProperties: false,
-        },
-      },
+      rules: clauses(LIMITS.rulesPerNode, { when: ref("condition"), next: ref("nodeRef") }),
       default: ref("nodeRef"),
     },
   ),
@@ -138,17 +138,7 @@ const defs = {
     [],
     {
       decision: ref("decision"),
-      cases: {
-        type: "array",
-        minItems: 1,
-        maxItems: LIMITS.rulesPerNode,
-        items: {
-          type: "object",
-          required: ["when", "decision"],
-          properties: { when: ref("condition"), decision: ref("decision") },
-          additionalProperties: false,
-        },
-      },
+      cases: clauses(LIMITS.rulesPerNode, { when: ref("condition"), decision: ref("decision") }),
       default: ref("decision"),
       output: ref("output"),
     },
@@ -158,28 +148,8 @@ const defs = {
     "Sums the points of every rule that holds; the band with the highest minScore not above the score decides.",
     ["rules", "bands"],
     {
-      rules: {
-        type: "array",
-        minItems: 1,
-        maxItems: LIMITS.rulesPerNode,
-        items: {
-          type: "object",
-          required: ["when", "points"],
-          properties: { when: ref("condition"), points: ref("score") },
-          additionalProperties: false,
-        },
-      },
-      bands: {
-        type: "array",
-        minItems: 1,
-        maxItems: LIMITS.bands,
-        items: {
-          type: "object",
-          required: ["minScore", "decision"],
-          properties: { minScore: ref("score"), decision: ref("decision") },
-          additionalProperties: false,
-        },
-      },
+      rules: clauses(LIMITS.rulesPerNode, { when: ref("condition"), points: ref("score") }),
+      bands: clauses(LIMITS.bands, { minScore: ref("score"), decision: ref("decision") }),
       output: ref("output"),
     },
   ),
