@@ -47,20 +47,28 @@ const SUBSTRUCT: Record<CaseType, "person" | "business" | "transaction"> = {
   Transaction: "transaction",
 };
 
+function checkCountry(value: unknown, path: string, problems: ErrorDetail[]): void {
+  if (typeof value === "string" && !isCountry(value)) {
+    problems.push({ path, message: "must be an ISO 3166-1 alpha-2 country code" });
+  }
+}
+
+function checkDate(value: unknown, path: string, problems: ErrorDetail[]): void {
+  if (typeof value === "string" && !isCalendarDate(value)) {
+    problems.push({ path, message: "must be a date YYYY-MM-DD" });
+  }
+}
+
 function checkIdentifiers(identifiers: unknown, path: string, problems: ErrorDetail[]): void {
   if (!Array.isArray(identifiers)) return;
   identifiers.forEach((id: Json, i) => {
-    if (typeof id.country === "string" && !isCountry(id.country)) {
-      problems.push({ path: `${path}[${i}].country`, message: "must be an ISO 3166-1 alpha-2 country code" });
-    }
+    checkCountry(id.country, `${path}[${i}].country`, problems);
   });
 }
 
 function checkAddress(address: unknown, path: string, problems: ErrorDetail[]): void {
   const a = address as Json | undefined;
-  if (a && typeof a.country === "string" && !isCountry(a.country)) {
-    problems.push({ path: `${path}.country`, message: "must be an ISO 3166-1 alpha-2 country code" });
-  }
+  if (a) checkCountry(a.country, `${path}.country`, problems);
 }
 
 export interface SubmissionFacts {
@@ -88,29 +96,15 @@ export function checkSubmission(
 
   const person = input.subject.person as Json | undefined;
   if (person) {
-    if (typeof person.dateOfBirth === "string" && !isCalendarDate(person.dateOfBirth)) {
-      problems.push({ path: "subject.person.dateOfBirth", message: "must be a date YYYY-MM-DD" });
-    }
-    if (typeof person.nationality === "string" && !isCountry(person.nationality)) {
-      problems.push({
-        path: "subject.person.nationality",
-        message: "must be an ISO 3166-1 alpha-2 country code",
-      });
-    }
+    checkDate(person.dateOfBirth, "subject.person.dateOfBirth", problems);
+    checkCountry(person.nationality, "subject.person.nationality", problems);
     checkAddress(person.address, "subject.person.address", problems);
     checkIdentifiers(person.identifiers, "subject.person.identifiers", problems);
   }
   const business = input.subject.business as Json | undefined;
   if (business) {
-    if (typeof business.incorporationDate === "string" && !isCalendarDate(business.incorporationDate)) {
-      problems.push({ path: "subject.business.incorporationDate", message: "must be a date YYYY-MM-DD" });
-    }
-    if (typeof business.country === "string" && !isCountry(business.country)) {
-      problems.push({
-        path: "subject.business.country",
-        message: "must be an ISO 3166-1 alpha-2 country code",
-      });
-    }
+    checkDate(business.incorporationDate, "subject.business.incorporationDate", problems);
+    checkCountry(business.country, "subject.business.country", problems);
     checkAddress(business.address, "subject.business.address", problems);
     checkIdentifiers(business.identifiers, "subject.business.identifiers", problems);
   }
