@@ -2,7 +2,6 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { insertCase } from "../src/modules/cases/cases.repo.js";
 import { emitEvent } from "../src/modules/events/events.js";
 import { insertTenant } from "../src/modules/tenants/tenants.repo.js";
 import { upsertWebhookConfig } from "../src/modules/webhooks/webhook-configs.repo.js";
@@ -13,6 +12,7 @@ import { verifyWebhook } from "../src/verify-webhook.js";
 import { ADMIN_TOKEN } from "./support/app.js";
 import { type Child, runTs } from "./support/children/process.js";
 import { createServerDatabase, SERVER_URL } from "./support/db.js";
+import { createStoredCase } from "./support/fixtures.js";
 import { type ReceivedRequest, Receiver, TEST_WEBHOOK_SECRET } from "./support/receiver.js";
 
 const EVENTS = 1000;
@@ -47,34 +47,19 @@ async function seed(db: Db, url: string): Promise<{ expected: Map<number, string
     maxAttempts: 10,
     timeoutMs: 5000,
   });
-  const caseRow = await insertCase(db.root, {
-    id: uuid(),
-    tenantId,
-    requestId: uuid(),
-    status: "running",
-    type: "KYC",
-    workflowId: "kyc",
-    workflowVersion: 1,
-    subject: { person: { firstName: "Ada", lastName: "Lovelace" } },
-    payload: {},
-    metadata: {},
-    externalCustomerId: null,
-    eventTimestamp: null,
-    idempotencyKey: null,
-    dryRun: false,
-  });
+  const caseId = await createStoredCase({ db }, tenantId, "running");
   for (let batch = 0; batch < EVENTS / 100; batch++) {
     await db.transaction(async (tx) => {
       for (let i = batch * 100; i < (batch + 1) * 100; i++) {
         await emitEvent(tx, {
           tenantId,
-          caseId: caseRow.id,
+          caseId,
           type: "node.notification",
           webhookKey: null,
           payload: {
             event_type: "node.notification",
             tenantId,
-            caseId: caseRow.id,
+            caseId,
             nodeId: "notify_progress",
             webhookKey: null,
             output: { sequence: i },

@@ -1,4 +1,5 @@
 import { SCOPES, type Scope } from "../../src/modules/auth/scopes.js";
+import type { CaseStatus } from "../../src/modules/cases/case-status.js";
 import { insertCase } from "../../src/modules/cases/cases.repo.js";
 import type { App } from "../../src/platform/app-types.js";
 import type { AppContext } from "../../src/platform/context.js";
@@ -61,12 +62,16 @@ export async function enableTags(app: App, tenantId: string, ...tags: string[]):
 }
 
 /** A case written straight through the cases repository, for features that only need one to exist. */
-export async function createStoredCase(ctx: AppContext, tenantId: string): Promise<string> {
+export async function createStoredCase(
+  ctx: Pick<AppContext, "db">,
+  tenantId: string,
+  status: CaseStatus = "received",
+): Promise<string> {
   const row = await insertCase(ctx.db.root, {
     id: uuid(),
     tenantId,
     requestId: uuid(),
-    status: "received",
+    status,
     type: "KYC",
     workflowId: "kyc",
     workflowVersion: 1,
