@@ -59,7 +59,7 @@ class WarnOnce {
   }
 }
 
-const unconfigured = new WarnOnce();
+const unconfiguredWarnings = new WarnOnce();
 
 /** The attempt log keeps where an attempt went, without the query string (it may carry a token). */
 function targetOf(url: URL): string {
@@ -138,7 +138,7 @@ export async function attemptDelivery(
   if (!at.config) {
     onUnconfigured();
     // Every event of a tenant without the configuration fails like this: say so once a minute.
-    const level = unconfigured.warnNow(`${tenantId}/${at.webhook_key}`) ? "warn" : "debug";
+    const level = unconfiguredWarnings.warnNow(`${tenantId}/${at.webhook_key}`) ? "warn" : "debug";
     return giveUp(`no webhook configuration "${at.webhook_key}" exists for this tenant`, level);
   }
   if (n > at.config.max_attempts) {
@@ -208,14 +208,14 @@ export function deliveryHandler(ctx: AppContext): PlainJobHandler<DeliveryJobPay
   // Endpoints found without a configuration a moment ago: their deliveries fail at once, so they
   // skip the gate instead of queueing for slots they would hold for no time (fairness only: the
   // configuration is still read for every attempt).
-  const unconfigured = new Map<string, number>();
+  const recentlyUnconfigured = new Map<string, number>();
   return {
     kind: DELIVERY_JOB,
     mode: "plain",
     async run(job) {
       const { tenantId, webhookKey } = job.payload;
       const endpoint = `${tenantId}/${webhookKey}`;
-      if ((unconfigured.get(endpoint) ?? 0) > Date.now()) {
+      if ((recentlyUnconfigured.get(endpoint) ?? 0) > Date.now()) {
         // Still an attempt like any other: a configuration created meanwhile is used, and a failed
         // attempt is retried.
         const retryInMs = await attemptDelivery(ctx, store, job.payload);
@@ -238,8 +238,8 @@ export function deliveryHandler(ctx: AppContext): PlainJobHandler<DeliveryJobPay
           job.payload,
           (latencyMs) => entry.release(latencyMs),
           () => {
-            if (unconfigured.size > 10_000) unconfigured.clear();
-            unconfigured.set(endpoint, Date.now() + 1000);
+            if (recentlyUnconfigured.size > 10_000) recentlyUnconfigured.clear();
+            recentlyUnconfigured.set(endpoint, Date.now() + 1000);
           },
         );
       } finally {
