@@ -85,6 +85,26 @@ describe("batch handlers", () => {
     expect(bad?.last_error).toMatch(/job 3 is bad/);
   });
 
+  it("fail, without running it, a job whose lease expired on every one of its attempts", async () => {
+    const batches: number[][] = [];
+    await enqueue(
+      h.db.root,
+      { kind: "test.exhausted", payload: { n: 1 }, maxAttempts: 2 },
+      { kind: "test.exhausted", payload: { n: 2 }, maxAttempts: 2 },
+    );
+    // Job 1 was claimed twice by workers that died with it: its last lease has run out.
+    await sql`
+      UPDATE jobs SET attempts = 2, locked_by = 'a-dead-worker', locked_at = now() - interval '1 minute'
+      WHERE kind = 'test.exhausted' AND payload->>'n' = '1'`.execute(h.db.root);
+    await h.startWorker(h.db, [batchRecorder("test.exhausted", batches)], { concurrency: 1 });
+    await waitFor(async () => (await h.jobRows("test.exhausted")).every((j) => j.failed_at !== null));
+    expect(await effects("test.exhausted")).toEqual([2]);
+    const rows = await h.jobRows("test.exhausted");
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.payload).toEqual({ n: 1 });
+    expect(rows[0]?.last_error).toMatch(/lease expired on every one of 2 attempts/);
+  });
+
   it("run the continuations they hand back in the same slot, without a claim", async () => {
     const batches: number[][] = [];
     const handler = batchRecorder("test.chain", batches, {

@@ -420,11 +420,23 @@ export class JobWorker {
     }
   }
 
-  async #executeUnit(unit: JobRow[]): Promise<Continuation[]> {
-    const first = unit[0] as JobRow;
+  async #executeUnit(claimed: JobRow[]): Promise<Continuation[]> {
+    // A job claimed once more than it may be ran out of attempts on leases that expired (its
+    // worker died each time, perhaps because of the job itself): it fails instead of running.
+    const unit: JobRow[] = [];
+    for (const row of claimed) {
+      if (row.attempts <= row.max_attempts) unit.push(row);
+      else
+        await this.#fail(
+          toClaimedJob(row),
+          new PermanentJobError(`lease expired on every one of ${row.max_attempts} attempts`),
+        );
+    }
+    const first = unit[0];
+    if (!first) return [];
     const handler = this.#handlers.get(first.kind);
     if (handler?.mode === "batch") return this.#executeBatch(unit, handler);
-    const next = await this.#execute(first);
+    const next = await this.#execute(first, handler);
     return next ? [next] : [];
   }
 
@@ -477,18 +489,13 @@ export class JobWorker {
     return new Set(result.rows.map((r) => r.id));
   }
 
-  async #execute(row: JobRow): Promise<Continuation | undefined> {
+  async #execute(
+    row: JobRow,
+    handler: TransactionalJobHandler | PlainJobHandler | undefined,
+  ): Promise<Continuation | undefined> {
     const job = toClaimedJob(row);
-    const handler = this.#handlers.get(row.kind);
     if (!handler) {
       await this.#fail(job, new RescheduleJob(this.options.pollMs, `no handler for ${row.kind} here`));
-      return undefined;
-    }
-    if (job.attempt > job.maxAttempts) {
-      await this.#fail(
-        job,
-        new PermanentJobError(`lease expired on every one of ${job.maxAttempts} attempts`),
-      );
       return undefined;
     }
     try {
@@ -499,7 +506,6 @@ export class JobWorker {
         });
         return next ?? undefined;
       }
-      if (handler.mode === "batch") return (await this.#executeBatch([row], handler))[0];
       await handler.run(job, this.db);
       await this.#completions.add(job);
     } catch (err) {
