@@ -66,3 +66,4 @@ export const engineModule: FeatureModule = {
     ];
   },
 };
+export { caseTrace, describeTrace, type TraceEntry } from "./trace.js";
