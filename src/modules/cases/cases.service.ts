@@ -4,9 +4,7 @@ import type { AppContext } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
 import type { Db, Executor } from "../../platform/db/index.js";
 import { AppError, badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
-import type { JobSpec } from "../../platform/jobs.js";
-import { stepJob } from "../engine/engine.service.js";
-import { caseTrace } from "../engine/index.js";
+import { caseTrace, START_NOTIFICATION } from "../engine/index.js";
 import { listCaseInformationRequests } from "../rfi/rfi.service.js";
 import { listCaseTags } from "../tags/tags.repo.js";
 import { toTagView } from "../tags/tags.service.js";
@@ -19,7 +17,7 @@ import {
   type CaseRow,
   findCase,
   findCaseByIdempotencyKey,
-  insertCasesWithJobs,
+  insertCases,
   listCases,
   type NewCase,
 } from "./cases.repo.js";
@@ -75,16 +73,19 @@ async function prepare(
   return { wf, ...facts };
 }
 
-const insertBatches = new WeakMap<Db, Batcher<{ kase: NewCase; job: JobSpec<unknown> }, boolean>>();
+const insertBatches = new WeakMap<Db, Batcher<NewCase, boolean>>();
 
-/** Inserts of concurrent submissions share one statement (see Batcher); true when inserted. */
-function caseInserts(db: Db): Batcher<{ kase: NewCase; job: JobSpec<unknown> }, boolean> {
+/**
+ * Inserts of concurrent submissions share one statement (see Batcher); true when inserted. A new
+ * case is `received` at its workflow's start node, and the engine's starters take it from there.
+ */
+function caseInserts(db: Db): Batcher<NewCase, boolean> {
   let batcher = insertBatches.get(db);
   if (!batcher) {
     batcher = new Batcher(
       async (items) => {
-        const inserted = await insertCasesWithJobs(db.root, items);
-        return items.map((i) => inserted.has(i.kase.id));
+        const inserted = await insertCases(db.root, items, START_NOTIFICATION);
+        return items.map((i) => inserted.has(i.id));
       },
       { maxBatch: 128, lanes: 1 },
     );
@@ -119,14 +120,14 @@ async function insertAndStart(
     dryRun,
     currentNodeId: wf.start,
   };
-  const inserted = await caseInserts(ctx.db).add({ kase, job: stepJob(tenantId, kase.id, 1, wf.start) });
+  const inserted = await caseInserts(ctx.db).add(kase);
   return inserted ? kase : undefined;
 }
 
 /**
  * `POST /cases`. A known idempotency key answers with its case before anything else is checked;
- * a new case is inserted with its first workflow step in one statement (shared with concurrent
- * submissions). Of concurrent
+ * a new case is inserted `received`, in one statement shared with concurrent submissions, for
+ * the engine's starters to run. Of concurrent
  * submissions with one key, the unique index lets exactly one insert; the others read its case.
  */
 export async function submitCase(
