@@ -1,7 +1,7 @@
 import type { AppContext } from "../../platform/context.js";
 import type { Tx } from "../../platform/db/index.js";
 import { type CaseStatus, isInFlight } from "../cases/case-status.js";
-import { type CaseRow, lockCase } from "../cases/cases.repo.js";
+import { lockCase } from "../cases/cases.repo.js";
 import { emitEvents } from "../events/events.js";
 import type { OpenWait, WaitResolution } from "../workflows/node-type.js";
 import {
@@ -123,7 +123,8 @@ export async function failStrandedCase(
     tenantId: row.tenant_id,
     caseId: row.id,
     nodeId,
-    nodeType: nodeTypeOf(row, nodeId, await workflowOf(tx, row).catch(() => undefined)),
+    // The workflow may be what is wrong with the case: the step is recorded without it then.
+    nodeType: (await workflowOf(tx, row).catch(() => undefined))?.nodes.get(nodeId)?.type ?? "unknown",
     status: "failed" as const,
     output: null,
     nextNodeId: null,
@@ -141,12 +142,4 @@ export async function failStrandedCase(
   }
   failCase(ctx, row, plan, nodeId, message);
   await commit(tx, [plan]);
-}
-
-function nodeTypeOf(
-  _row: CaseRow,
-  nodeId: string,
-  wf: Awaited<ReturnType<typeof workflowOf>> | undefined,
-): string {
-  return wf?.nodes.get(nodeId)?.type ?? "unknown";
 }
