@@ -19,6 +19,7 @@ import { failStrandedCase, resumeWait, TIMEOUT } from "./resume.js";
 
 registerNodeTypes(...engineNodeTypes);
 
+export { findOpenWaitsByRef, type WaitLookup, type WaitRow } from "./engine.repo.js";
 export type { ResumeResult } from "./resume.js";
 export { failStrandedCase, resumeWait, TIMEOUT };
 
