@@ -6,6 +6,7 @@ export type WebhookConfigRow = Selectable<WebhookConfigsTable>;
 
 export interface WebhookConfigValues {
   url: string;
+  /** Sealed (webhook-secrets.ts). */
   secrets: WebhookSecret[];
   activeSecretId: string | null;
   maxAttempts: number;
@@ -34,6 +35,7 @@ export function upsertWebhookConfig(
   const columns = {
     url: values.url,
     secrets: JSON.stringify(values.secrets),
+    secrets_sealed: true,
     active_secret_id: values.activeSecretId,
     max_attempts: values.maxAttempts,
     timeout_ms: values.timeoutMs,
