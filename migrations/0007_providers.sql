@@ -28,10 +28,15 @@ CREATE TABLE provider_runs (
   node_id           text NOT NULL,
   seq               integer NOT NULL,
   broker_id         text NOT NULL,
-  status            text NOT NULL CHECK (status IN ('starting', 'waiting', 'completed', 'failed', 'timed_out', 'cancelled')),
+  status            text NOT NULL CHECK (status IN ('waiting', 'completed', 'failed', 'timed_out', 'ended')),
+  -- The wait of a paused run: its id is the pending handle partners use with endpoint 5.
+  wait_id           uuid,
+  expires_at        timestamptz,
   -- The vendor's id of the subject being verified (a Sumsub applicant id), once known.
   subject_ref       text,
-  -- The broker's own state between calls (level name, link expiry); never tokens.
+  -- The node's config as it ran (pending and durable actions use it after the node).
+  config            jsonb NOT NULL DEFAULT '{}',
+  -- The broker's own state between calls (the vendor's user id); never tokens.
   state             jsonb NOT NULL DEFAULT '{}',
   output            jsonb,
   error             text,
@@ -41,6 +46,7 @@ CREATE TABLE provider_runs (
   updated_at        timestamptz NOT NULL DEFAULT now(),
   UNIQUE (tenant_id, case_id, seq)
 );
+CREATE UNIQUE INDEX provider_runs_wait ON provider_runs (tenant_id, wait_id) WHERE wait_id IS NOT NULL;
 CREATE INDEX provider_runs_subject ON provider_runs (tenant_id, broker_id, subject_ref)
   WHERE subject_ref IS NOT NULL;
 

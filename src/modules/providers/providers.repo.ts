@@ -117,6 +117,14 @@ export interface NewRun {
   nodeId: string;
   seq: number;
   brokerId: string;
+  status: RunStatus;
+  waitId: string | null;
+  expiresAt: Date | null;
+  subjectRef: string | null;
+  config: Record<string, unknown>;
+  state: Record<string, unknown>;
+  output: Record<string, unknown> | null;
+  error: string | null;
 }
 
 export async function insertRun(db: Executor, tenantId: string, run: NewRun): Promise<void> {
@@ -129,9 +137,30 @@ export async function insertRun(db: Executor, tenantId: string, run: NewRun): Pr
       node_id: run.nodeId,
       seq: run.seq,
       broker_id: run.brokerId,
-      status: "starting",
+      status: run.status,
+      wait_id: run.waitId,
+      expires_at: run.expiresAt,
+      subject_ref: run.subjectRef,
+      config: JSON.stringify(run.config),
+      state: JSON.stringify(run.state),
+      output: run.output === null ? null : JSON.stringify(run.output),
+      error: run.error,
     })
     .execute();
+}
+
+/** The run paused on a wait: the pending handle of endpoint 5 is the wait's id. */
+export function findRunByWait(
+  db: Executor,
+  tenantId: string,
+  waitId: string,
+): Promise<ProviderRunRow | undefined> {
+  return db
+    .selectFrom("provider_runs")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
+    .where("wait_id", "=", waitId)
+    .executeTakeFirst();
 }
 
 export function findRun(db: Executor, tenantId: string, runId: string): Promise<ProviderRunRow | undefined> {
@@ -140,21 +169,6 @@ export function findRun(db: Executor, tenantId: string, runId: string): Promise<
     .selectAll()
     .where("tenant_id", "=", tenantId)
     .where("id", "=", runId)
-    .executeTakeFirst();
-}
-
-export function findRunAt(
-  db: Executor,
-  tenantId: string,
-  caseId: string,
-  seq: number,
-): Promise<ProviderRunRow | undefined> {
-  return db
-    .selectFrom("provider_runs")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .where("seq", "=", seq)
     .executeTakeFirst();
 }
 
@@ -169,7 +183,7 @@ export function listRunsOfCase(db: Executor, tenantId: string, caseId: string): 
     .execute();
 }
 
-/** The runs of the tenant waiting on this vendor subject (a Sumsub applicant), oldest first. */
+/** The runs of the tenant waiting on this vendor subject (a Sumsub applicant), in case lock order. */
 export function listWaitingRunsOfSubject(
   db: Executor,
   tenantId: string,
@@ -183,7 +197,7 @@ export function listWaitingRunsOfSubject(
     .where("broker_id", "=", brokerId)
     .where("subject_ref", "=", subjectRef)
     .where("status", "=", "waiting")
-    .orderBy("created_at")
+    .orderBy("case_id")
     .execute();
 }
 
@@ -254,12 +268,12 @@ export async function insertCall(
     .execute();
 }
 
-export function listCallsOfCase(db: Executor, tenantId: string, caseId: string): Promise<ProviderCallRow[]> {
+export function listCallsOfRun(db: Executor, tenantId: string, runId: string): Promise<ProviderCallRow[]> {
   return db
     .selectFrom("provider_calls")
     .selectAll()
     .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
+    .where("run_id", "=", runId)
     .orderBy("id")
     .execute();
 }

@@ -13,7 +13,8 @@ export interface ProviderConfigsTable {
   updated_at: UpdatedAt;
 }
 
-export type RunStatus = "starting" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
+/** `ended`: the run's wait was resolved by something else than the vendor (the case was closed or failed). */
+export type RunStatus = "waiting" | "completed" | "failed" | "timed_out" | "ended";
 
 export interface ProviderRunsTable {
   id: string;
@@ -23,7 +24,10 @@ export interface ProviderRunsTable {
   seq: number;
   broker_id: string;
   status: RunStatus;
+  wait_id: string | null;
+  expires_at: Timestamp | null;
   subject_ref: string | null;
+  config: JsonDefault<Record<string, unknown>>;
   state: JsonDefault<Record<string, unknown>>;
   output: Json<Record<string, unknown>> | null;
   error: string | null;
