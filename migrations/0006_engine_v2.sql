@@ -1,6 +1,5 @@
 -- Engine v2: waits of any node type's own kind, found again by one reference; the facts that
--- explain each step (which rule held, the score's contributions); no delivery row for an event
--- that has nowhere to go.
+-- explain each step (which rule held, the score's contributions); new cases claimed directly.
 
 -- A wait is found again by what its node type chose: a callback reference, an information
 -- request id, a vendor's applicant id. Several open waits may share one (a vendor's applicant).
@@ -13,3 +12,7 @@ CREATE INDEX case_waits_ref ON case_waits (tenant_id, kind, ref) WHERE ref IS NO
 
 -- Why the step went where it went, by node type (contract section 4, "Trace").
 ALTER TABLE case_steps ADD COLUMN explain jsonb;
+
+-- New cases wait here for a starter, which claims them with FOR UPDATE SKIP LOCKED: a case that
+-- is `received` is its own place in the queue, with no job row of its own.
+CREATE INDEX cases_received ON cases (created_at, id) WHERE status = 'received';

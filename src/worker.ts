@@ -1,3 +1,4 @@
+import { CaseStarter } from "./modules/engine/index.js";
 import { featureModules } from "./modules/index.js";
 import { webhookDeliveryHandlers } from "./modules/webhooks/index.js";
 import type { AppContext } from "./platform/context.js";
@@ -6,9 +7,12 @@ import { JobWorker, type WorkerOptions } from "./platform/jobs.js";
 /**
  * The general worker, which also starts and stops a second worker of its own for webhook
  * delivery: attempts wait on partners' endpoints (up to their timeout), so they get their own
- * slots (CDS_WEBHOOK_CONCURRENCY) instead of taking the ones workflow steps need.
+ * slots (CDS_WEBHOOK_CONCURRENCY) instead of taking the ones workflow steps need. Beside them,
+ * the engine's case starter runs new cases, which need no job (decision 0011).
  */
 class ServiceWorker extends JobWorker {
+  private readonly starter: CaseStarter;
+
   constructor(
     ctx: AppContext,
     options: WorkerOptions,
@@ -19,6 +23,7 @@ class ServiceWorker extends JobWorker {
       featureModules.flatMap((m) => m.jobs?.(ctx) ?? []),
       options,
     );
+    this.starter = new CaseStarter(ctx);
   }
 
   override get runningCount(): number {
@@ -28,10 +33,11 @@ class ServiceWorker extends JobWorker {
   override async start(): Promise<void> {
     await super.start();
     await this.deliveries.start();
+    await this.starter.start();
   }
 
   override async stop(): Promise<void> {
-    await Promise.all([super.stop(), this.deliveries.stop()]);
+    await Promise.all([super.stop(), this.deliveries.stop(), this.starter.stop()]);
   }
 }
 

@@ -2,7 +2,7 @@ import { type Selectable, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
 import type { Executor } from "../../platform/db/index.js";
 import type { CasesTable } from "../../platform/db/schema.js";
-import { type JobSpec, notifyJobs } from "../../platform/jobs.js";
+import { JOBS_CHANNEL } from "../../platform/jobs.js";
 
 export type CaseRow = Selectable<CasesTable>;
 
@@ -54,38 +54,23 @@ export function insertCase(db: Executor, c: NewCase): Promise<CaseRow> {
 }
 
 /**
- * Inserts cases, each with the job of its first workflow step, in one statement (atomic on its
- * own, one round trip for the submissions of many concurrent requests), skipping any case whose
- * tenant already has a case with its idempotency key: the unique index decides, so of concurrent
- * submissions with one key exactly one inserts (case and job), also within one statement. Returns
- * the ids of the cases inserted.
+ * Inserts cases in one statement (atomic on its own, one round trip for the submissions of many
+ * concurrent requests), skipping any case whose tenant already has a case with its idempotency
+ * key: the unique index decides, so of concurrent submissions with one key exactly one inserts,
+ * also within one statement. When any is inserted, `notify` goes out on the jobs channel on
+ * commit (the engine's starters wake for it). Returns the ids of the cases inserted.
  */
-export async function insertCasesWithJobs(
-  db: Executor,
-  items: Array<{ kase: NewCase; job: JobSpec<unknown> }>,
-): Promise<Set<string>> {
-  if (items.length === 0) return new Set();
-  const jobs = sql.join(
-    items.map(
-      ({ kase, job }) =>
-        sql`(${kase.id}::uuid, ${job.kind}, ${JSON.stringify(job.payload)}::jsonb, ${job.jobKey ?? null}, ${job.maxAttempts ?? 25}::int)`,
-    ),
-  );
-  const insertCases = db
+export async function insertCases(db: Executor, cases: NewCase[], notify: string): Promise<Set<string>> {
+  if (cases.length === 0) return new Set();
+  const insert = db
     .insertInto("cases")
-    .values(items.map((i) => caseValues(i.kase)))
+    .values(cases.map(caseValues))
     .onConflict((oc) => oc.columns(["tenant_id", "idempotency_key"]).doNothing())
     .returning("id");
   const { rows } = await sql<{ id: string }>`
-    WITH kase AS (${insertCases}),
-    job AS (
-      INSERT INTO jobs (kind, payload, job_key, max_attempts)
-      SELECT j.kind, j.payload, j.job_key, j.max_attempts
-      FROM (VALUES ${jobs}) AS j(case_id, kind, payload, job_key, max_attempts)
-      JOIN kase ON kase.id = j.case_id
-      RETURNING kind
-    )
-    SELECT kase.id, (SELECT ${notifyJobs} FROM job LIMIT 1) AS notified FROM kase`.execute(db);
+    WITH kase AS (${insert})
+    SELECT kase.id, (SELECT pg_notify(${JOBS_CHANNEL}, ${notify}) FROM kase LIMIT 1) AS notified
+    FROM kase`.execute(db);
   return new Set(rows.map((r) => r.id));
 }
 
@@ -194,7 +179,33 @@ export function listCases(
   limit: number,
   after: { createdAt: Date; id: string } | undefined,
 ): Promise<CaseRow[]> {
-  let query = db.selectFrom("cases").selectAll().where("tenant_id", "=", tenantId);
+  return pageOfCases(db, tenantId, filters, limit, after);
+}
+
+/**
+ * A page of cases across tenants (`tenantId` undefined) or of one, for the operator API, newest
+ * first; dry-run cases only with `dryRun: true`.
+ */
+export function listCasesForOperator(
+  db: Executor,
+  tenantId: string | undefined,
+  filters: CaseFilters & { dryRun?: boolean },
+  limit: number,
+  after: { createdAt: Date; id: string } | undefined,
+): Promise<CaseRow[]> {
+  return pageOfCases(db, tenantId, { ...filters, dryRun: filters.dryRun === true }, limit, after);
+}
+
+function pageOfCases(
+  db: Executor,
+  tenantId: string | undefined,
+  filters: CaseFilters & { dryRun?: boolean },
+  limit: number,
+  after: { createdAt: Date; id: string } | undefined,
+): Promise<CaseRow[]> {
+  let query = db.selectFrom("cases").selectAll();
+  if (tenantId !== undefined) query = query.where("tenant_id", "=", tenantId);
+  if (filters.dryRun !== undefined) query = query.where("dry_run", "=", filters.dryRun);
   if (filters.status) query = query.where("status", "=", filters.status);
   if (filters.type) query = query.where("type", "=", filters.type);
   if (filters.workflowId) query = query.where("workflow_id", "=", filters.workflowId);
@@ -210,7 +221,7 @@ export function listCases(
         selectFrom("case_tags")
           .select("case_tags.id")
           .whereRef("case_tags.case_id", "=", "cases.id")
-          .where("case_tags.tenant_id", "=", tenantId)
+          .whereRef("case_tags.tenant_id", "=", "cases.tenant_id")
           .where("case_tags.tag", "=", tag),
       ),
     );

@@ -2,6 +2,7 @@ import type { QueryCreator } from "kysely";
 import { type Selectable, sql } from "kysely";
 import type { Database, Executor } from "../../platform/db/index.js";
 import { insertJobs, type JobSpec, notifyJobs } from "../../platform/jobs.js";
+import type { CaseRow } from "../cases/cases.repo.js";
 import type { CaseStepsTable, CaseWaitsTable } from "./engine.tables.js";
 
 export type WaitRow = Selectable<CaseWaitsTable>;
@@ -255,5 +256,24 @@ export async function resolveOpenWaitsOfCase(
     .where("tenant_id", "=", tenantId)
     .where("case_id", "=", caseId)
     .where("resolved_at", "is", null)
+    .execute();
+}
+
+/**
+ * Claims up to `limit` cases waiting to start, oldest first, for the rest of the transaction:
+ * cases another transaction holds are skipped, so that starters in any number of processes
+ * share the work. Tenant checks are not needed: every case runs on its own tenant's workflow.
+ */
+export function claimReceivedCases(tx: Executor, limit: number): Promise<CaseRow[]> {
+  return tx
+    .selectFrom("cases")
+    .selectAll()
+    .where("status", "=", "received")
+    .where("current_node_id", "is not", null)
+    .orderBy("created_at")
+    .orderBy("id")
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
     .execute();
 }

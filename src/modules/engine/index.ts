@@ -66,3 +66,5 @@ export const engineModule: FeatureModule = {
     ];
   },
 };
+export { CaseStarter, START_NOTIFICATION } from "./case-starter.js";
+export { caseTrace, describeTrace, type TraceEntry } from "./trace.js";

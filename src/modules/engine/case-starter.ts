@@ -1,0 +1,138 @@
+import type { AppContext } from "../../platform/context.js";
+import type { Tx } from "../../platform/db/index.js";
+import { enqueue, JOBS_CHANNEL } from "../../platform/jobs.js";
+import { getAttributesOf } from "../attributes/attributes.repo.js";
+import { type CaseRow, lockCase, updateCase } from "../cases/cases.repo.js";
+import { claimReceivedCases } from "./engine.repo.js";
+import { commit, type Planned, runChain, stepJob, workflowOf } from "./engine.service.js";
+
+/**
+ * What a new case's insert notifies on the jobs channel, so that idle starters wake at once.
+ * A new case needs no job of its own: a `received` case is its own place in the queue.
+ */
+export const START_NOTIFICATION = "engine.start";
+/** New cases one starter transaction runs at most. */
+export const START_BATCH = 64;
+
+/**
+ * Runs new cases (decision 0011). A starter takes up to START_BATCH `received` cases with
+ * `FOR UPDATE SKIP LOCKED` and runs each from its start node in that same transaction, which is
+ * therefore the case's claim, its run and its record at once: no job row to insert, lease and
+ * delete per case. A crash rolls the transaction back and the cases are `received` again for any
+ * starter. A case that fails to run on its own (an unexpected error) is handed to an
+ * `engine.step` job, whose attempts, backoff and final failure (`case.failed`) are the
+ * job queue's (decision 0002).
+ */
+export class CaseStarter {
+  readonly #lanes: number;
+  #stopped = true;
+  #wake: Array<() => void> = [];
+  #loops: Promise<void>[] = [];
+  #unlisten: (() => Promise<void>) | undefined;
+
+  constructor(private readonly ctx: AppContext) {
+    // Starters spend their time in the database; a few lanes overlap its round trips.
+    this.#lanes = Math.max(1, Math.min(4, Math.ceil(ctx.config.workerConcurrency / 8)));
+  }
+
+  async start(): Promise<void> {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#unlisten = await this.ctx.db.listen(JOBS_CHANNEL, (kind) => {
+      if (kind === "" || kind === START_NOTIFICATION) this.#wakeAll();
+    });
+    this.#loops = Array.from({ length: this.#lanes }, () => this.#run());
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#wakeAll();
+    await Promise.all(this.#loops);
+    await this.#unlisten?.();
+  }
+
+  #wakeAll(): void {
+    for (const wake of this.#wake.splice(0)) wake();
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      let started = 0;
+      try {
+        started = await this.#startBatch();
+      } catch (err) {
+        this.ctx.log.error({ err }, "starting cases failed");
+      }
+      if (started === START_BATCH || this.#stopped) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.ctx.config.jobPollMs);
+        this.#wake.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** One transaction: claims received cases and runs them; on failure, each again on its own. */
+  async #startBatch(): Promise<number> {
+    let ids: string[] = [];
+    try {
+      return await this.ctx.db.transaction(async (tx) => {
+        const rows = await claimReceivedCases(tx, START_BATCH);
+        ids = rows.map((r) => r.id);
+        await this.#runCases(tx, rows);
+        return rows.length;
+      });
+    } catch (err) {
+      if (ids.length === 0) throw err;
+      for (const row of ids) await this.#startAlone(row);
+      return ids.length;
+    }
+  }
+
+  async #runCases(tx: Tx, rows: CaseRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const attributes = await getAttributesOf(tx, rows);
+    const planned: Planned[] = [];
+    for (const row of rows) {
+      if (row.current_node_id === null) continue;
+      const wf = await workflowOf(tx, row);
+      planned.push(
+        await runChain(this.ctx, tx, row, wf, {
+          seq: row.step_seq + 1,
+          nodeId: row.current_node_id,
+          attributes: attributes.get(row.id) ?? {},
+          claim: undefined,
+        }),
+      );
+    }
+    await commit(tx, planned);
+  }
+
+  /** A case of a failed batch, run alone; if it fails again, a step job retries it with backoff. */
+  async #startAlone(caseId: string): Promise<void> {
+    try {
+      await this.ctx.db.transaction(async (tx) => {
+        const row = await lockReceived(tx, caseId);
+        if (row) await this.#runCases(tx, [row]);
+      });
+    } catch (err) {
+      this.ctx.log.warn({ err, caseId }, "starting a case failed; its first step will be retried");
+      await this.ctx.db.transaction(async (tx) => {
+        const row = await lockReceived(tx, caseId);
+        if (!row || row.current_node_id === null) return;
+        await updateCase(tx, row.tenant_id, row.id, { status: "running" });
+        await enqueue(tx, stepJob(row.tenant_id, row.id, row.step_seq + 1, row.current_node_id));
+      });
+    }
+  }
+}
+
+async function lockReceived(tx: Tx, caseId: string): Promise<CaseRow | undefined> {
+  const row = await tx.selectFrom("cases").select("tenant_id").where("id", "=", caseId).executeTakeFirst();
+  if (!row) return undefined;
+  const locked = await lockCase(tx, row.tenant_id, caseId);
+  return locked?.status === "received" ? locked : undefined;
+}
