@@ -175,7 +175,10 @@ export const providerNode: NodeType<ProviderNode> = {
   },
   async evaluate(node, { tx, case: kase, seq, called }) {
     const c = called as CallResult;
-    const explain = { brokerId: node.provider, calls: c.calls.map(traceCall) };
+    const explain = {
+      brokerId: node.provider,
+      calls: c.calls.map((r) => traceCall({ ...r, actor: `node:${node.id}` })),
+    };
     const run = {
       id: c.runId,
       caseId: kase.id,
