@@ -328,6 +328,18 @@ describe("a sumsub node", () => {
     }
   });
 
+  it("asks the vendor shortly before the pause ends when its webhook was lost, and goes on with the review", async () => {
+    const s = await startKyc({ expiresInSeconds: 4, onTimeout: "late" });
+    const applicant = rig.sumsub.applicants.get(s.applicantId);
+    if (!applicant) throw new Error("no applicant at the vendor");
+    // Reviewed at the vendor, whose webhook never arrives.
+    applicant.review = { reviewStatus: "completed", reviewResult: { reviewAnswer: "GREEN" } };
+    const record = await waitForCase(h.app, s.partner.headers, s.caseId, (c) => c.status === "decided");
+    expect(record.result.decision.value).toBe("approved");
+    const polled = (await callsOf(s.caseId)).filter((c) => c.action === "get_applicant");
+    expect(polled.map((c) => [c.actor, c.http_status])).toEqual([["system", 200]]);
+  });
+
   it("resumes once on a replayed vendor webhook", async () => {
     const s = await startKyc();
     const sent = await review(s.applicantId, { reviewAnswer: "GREEN" });

@@ -7,6 +7,7 @@ import { providerConfigsRoutes } from "./provider-configs.routes.js";
 import { providersCli } from "./providers.cli.js";
 import { vendorEventsRoutes } from "./vendor-events.routes.js";
 import { handleVendorEvent, VENDOR_EVENT_JOB, type VendorEventJob } from "./vendor-events.service.js";
+import { vendorPollHandler } from "./vendor-poll.job.js";
 
 registerNodeTypes(providerNode);
 
@@ -28,6 +29,7 @@ export const providersModule: FeatureModule = {
         mode: "transaction",
         run: (job, tx) => handleVendorEvent(ctx, tx, job.payload as unknown as VendorEventJob),
       },
+      vendorPollHandler(ctx),
     ];
   },
   cli: providersCli,

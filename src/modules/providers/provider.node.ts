@@ -17,6 +17,7 @@ import { requireOpenedConfig } from "./provider-configs.service.js";
 import { configuredBrokers, insertRun } from "./providers.repo.js";
 import { caseSubjectOf, openSession, runIdOf, traceCall } from "./providers.service.js";
 import { type CallRecord, VendorError } from "./vendor-http.js";
+import { pollTime, schedulePoll } from "./vendor-poll.job.js";
 
 /**
  * The `provider` node (contract section 5): runs a broker. Its vendor calls are the node's
@@ -224,6 +225,9 @@ export const providerNode: NodeType<ProviderNode> = {
       subjectRef: result.subjectRef,
       state: result.state,
     });
+    if (brokerOf(node.provider)?.poll) {
+      await schedulePoll(tx, { tenantId: kase.tenantId, runId: c.runId }, pollTime(new Date(), expiresAt));
+    }
     const events = result.notification
       ? [
           providerNotification(kase, node.id, node.webhookKey, result.notification.payloadType, {

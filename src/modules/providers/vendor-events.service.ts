@@ -5,7 +5,7 @@ import { AppError, badRequest, notFound } from "../../platform/errors.js";
 import { enqueue } from "../../platform/jobs.js";
 import { secretBoxOf } from "../../platform/secret-box.js";
 import { resumeWait } from "../engine/index.js";
-import type { Broker, VendorEvent } from "./broker.js";
+import type { Broker, EventVerdict, VendorEvent } from "./broker.js";
 import { brokerOf } from "./brokers/index.js";
 import {
   RETRY_REQUESTED,
@@ -152,8 +152,22 @@ async function apply(
   if (!run.wait_id || !broker.judgeEvent) return "ignored: the run does not wait";
   const verdict = broker.judgeEvent(event, runViewOf(broker, run));
   if (verdict.kind === "ignore") return `ignored: ${verdict.reason}`;
+  return applyVerdict(ctx, tx, run, verdict, event.occurredAt ?? run.last_event_at);
+}
+
+/**
+ * What the vendor reported (by an event, or when polled) applied to one waiting run, through the
+ * engine's one resume path: the node goes on with the result, or stays paused and says why.
+ */
+export async function applyVerdict(
+  ctx: AppContext,
+  tx: Tx,
+  run: ProviderRunRow,
+  verdict: Exclude<EventVerdict, { kind: "ignore" }>,
+  lastEventAt: Date | null,
+): Promise<string> {
+  if (!run.wait_id) return "ignored: the run does not wait";
   const lookup = { tenantId: run.tenant_id, caseId: run.case_id, waitId: run.wait_id };
-  const lastEventAt = event.occurredAt ?? run.last_event_at;
   const result =
     verdict.kind === "resolve"
       ? await resumeWait(ctx, tx, lookup, {

@@ -404,6 +404,27 @@ export const sumsubBroker: Broker<SumsubConfig, SumsubCredentials> = {
     };
   },
 
+  async poll({ vendor }, run) {
+    const { applicantId, externalUserId } = applicantOf(run);
+    const res = await vendor.request({
+      action: "get_applicant",
+      method: "GET",
+      path: `/resources/applicants/${encodeURIComponent(applicantId)}/one`,
+    });
+    const review = obj(obj(res.body).review);
+    if (review.reviewStatus !== "completed" || !review.reviewResult) return undefined;
+    const verdict = sumsubBroker.judgeEvent?.(
+      {
+        type: "applicantReviewed",
+        body: { applicantId, externalUserId, reviewResult: review.reviewResult },
+        subjectRef: applicantId,
+        occurredAt: null,
+      },
+      run,
+    );
+    return verdict;
+  },
+
   judgeEvent(event, run): EventVerdict {
     if (event.type !== "applicantReviewed")
       return { kind: "ignore", reason: `${event.type} events do not resolve a run` };
