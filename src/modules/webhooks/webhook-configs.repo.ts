@@ -6,8 +6,9 @@ export type WebhookConfigRow = Selectable<WebhookConfigsTable>;
 
 export interface WebhookConfigValues {
   url: string;
-  /** Sealed (webhook-secrets.ts). */
   secrets: WebhookSecret[];
+  /** Whether `secrets` hold sealed values (webhook-secrets.ts); the service always seals them. */
+  secretsSealed: boolean;
   activeSecretId: string | null;
   maxAttempts: number;
   timeoutMs: number;
@@ -35,7 +36,7 @@ export function upsertWebhookConfig(
   const columns = {
     url: values.url,
     secrets: JSON.stringify(values.secrets),
-    secrets_sealed: true,
+    secrets_sealed: values.secretsSealed,
     active_secret_id: values.activeSecretId,
     max_attempts: values.maxAttempts,
     timeout_ms: values.timeoutMs,

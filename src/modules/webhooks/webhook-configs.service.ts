@@ -188,6 +188,7 @@ export async function putWebhookConfig(
   const row = await upsertWebhookConfig(ctx.db.root, tenantId, webhookKey, {
     url: input.url.trim(),
     secrets: sealSecrets(box, tenantId, webhookKey, secrets),
+    secretsSealed: true,
     activeSecretId,
     maxAttempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
