@@ -386,6 +386,32 @@ describe("a case whose workflow errors", () => {
     expect(job.attempts).toBe(2);
   });
 
+  it("hands a new case that cannot be started to a step job, which fails it once its attempts run out", async () => {
+    const partner = await createPartner(app);
+    await createWorkflow(app, partner.tenantId, "kyc", screening);
+    const caseId = await createStoredCase(ctx, partner.tenantId);
+    // A received case whose start node is not in its workflow: the starter cannot run it.
+    await ctx.db.root
+      .updateTable("cases")
+      .set({ current_node_id: "ghost" })
+      .where("id", "=", caseId)
+      .execute();
+    const key = `step:${caseId}:1`;
+    for (let i = 0; i < 200; i++) {
+      const job = await ctx.db.root
+        .selectFrom("jobs")
+        .select("id")
+        .where("job_key", "=", key)
+        .executeTakeFirst();
+      if (job) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await ctx.db.root.updateTable("jobs").set({ max_attempts: 2 }).where("job_key", "=", key).execute();
+    const record = await settle(partner, caseId, (c) => c.status === "failed");
+    expect(record.error).toMatchObject({ nodeId: "ghost" });
+    expect((await eventsOf(ctx, caseId)).map((e) => e.event_type)).toEqual(["case.failed"]);
+  });
+
   it("fails a case whose provider node cannot reach its broker, with a failed trace entry naming it", async () => {
     const partner = await createPartner(app);
     const put = await app.inject({

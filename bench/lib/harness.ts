@@ -77,7 +77,9 @@ export async function runScenarios(scenarios: Scenario[]): Promise<boolean> {
     const ctx: BenchContext = {
       settings,
       async startServer(options = {}) {
-        const server = await startServer({ ...options, usePostgres }, log);
+        const onPostgres = options.database === undefined ? usePostgres : options.database === "postgres";
+        if (onPostgres && !usePostgres) throw new Error(`no PostgreSQL server answers at ${DATABASE_SERVER}`);
+        const server = await startServer({ ...options, usePostgres: onPostgres }, log);
         servers.push(server);
         live.add(server);
         return server;

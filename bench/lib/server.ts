@@ -27,7 +27,9 @@ async function spawnService(
   env: Record<string, string>,
   started: RegExp,
 ): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", command], {
+  // BENCH_SERVICE_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service.
+  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/main.ts", command], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, CDS_LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],

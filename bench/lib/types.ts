@@ -34,6 +34,8 @@ export interface ServerOptions {
    * with `env: {CDS_ROLE: "api"}`, the API and the workers scale apart as in production.
    */
   workers?: number;
+  /** The database to run on; default PostgreSQL when a server answers, else the embedded one. */
+  database?: "postgres" | "pglite";
 }
 
 /** The real service, running in a child process of the bench on a database of its own. */

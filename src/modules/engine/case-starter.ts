@@ -13,6 +13,8 @@ import { commit, type Planned, runChain, stepJob, workflowOf } from "./engine.se
 export const START_NOTIFICATION = "engine.start";
 /** New cases one starter transaction runs at most. */
 export const START_BATCH = 64;
+/** How long a lane other than the first sleeps when idle and no case is inserted. */
+const IDLE_LANE_MS = 30_000;
 
 /**
  * Runs new cases (decision 0011). A starter takes up to START_BATCH `received` cases with
@@ -41,7 +43,7 @@ export class CaseStarter {
     this.#unlisten = await this.ctx.db.listen(JOBS_CHANNEL, (kind) => {
       if (kind === "" || kind === START_NOTIFICATION) this.#wakeAll();
     });
-    this.#loops = Array.from({ length: this.#lanes }, () => this.#run());
+    this.#loops = Array.from({ length: this.#lanes }, (_, lane) => this.#run(lane));
   }
 
   async stop(): Promise<void> {
@@ -56,7 +58,13 @@ export class CaseStarter {
     for (const wake of this.#wake.splice(0)) wake();
   }
 
-  async #run(): Promise<void> {
+  /**
+   * One lane. Lanes wake when cases are inserted; the first also polls (CDS_JOB_POLL_MS), should
+   * a notification be missed, and the others stay asleep while idle: an idle starter costs one
+   * transaction a poll, not one per lane.
+   */
+  async #run(lane: number): Promise<void> {
+    const idleMs = lane === 0 ? this.ctx.config.jobPollMs : IDLE_LANE_MS;
     while (!this.#stopped) {
       let started = 0;
       try {
@@ -64,9 +72,14 @@ export class CaseStarter {
       } catch (err) {
         this.ctx.log.error({ err }, "starting cases failed");
       }
-      if (started === START_BATCH || this.#stopped) continue;
+      if (started === START_BATCH) {
+        // More are waiting (a backlog): every lane takes its share.
+        this.#wakeAll();
+        continue;
+      }
+      if (this.#stopped) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.ctx.config.jobPollMs);
+        const timer = setTimeout(resolve, idleMs);
         this.#wake.push(() => {
           clearTimeout(timer);
           resolve();
