@@ -8,5 +8,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Test files share one machine with their databases; more workers than cores only adds noise.
     maxWorkers: 2,
+    // The key that seals stored secrets, shared by the tests and the service processes they start
+    // (which inherit the environment), so that what one seals the other opens.
+    env: { CDS_SECRET_KEY: "5ad1c0de5ad1c0de5ad1c0de5ad1c0de5ad1c0de5ad1c0de5ad1c0de5ad1c0de" },
   },
 });

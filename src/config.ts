@@ -1,4 +1,5 @@
 import path from "node:path";
+import { parseSecretKey } from "./platform/secret-box.js";
 
 /**
  * The service's configuration, read once from the environment at start and frozen.
@@ -16,6 +17,11 @@ export interface Config {
   readonly env: "production" | "staging";
   /** Operator API bearer token. Undefined only in embedded mode before the first start resolves it. */
   readonly adminToken: string | undefined;
+  /**
+   * The key that seals stored credentials and webhook signing secrets (`CDS_SECRET_KEY`).
+   * Undefined in embedded mode, where the key kept in the data directory is used.
+   */
+  readonly secretKey: string | undefined;
   readonly allowPrivateTargets: boolean;
   readonly role: "api" | "worker" | "all";
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -130,6 +136,20 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl !== undefined && adminToken === undefined) {
     throw new ConfigError("CDS_ADMIN_TOKEN", "is required when DATABASE_URL is set");
   }
+  const secretKey = read<string | undefined>(
+    env,
+    {
+      name: "CDS_SECRET_KEY",
+      parse: (raw) => {
+        parseSecretKey(raw);
+        return raw.trim();
+      },
+    },
+    undefined,
+  );
+  if (databaseUrl !== undefined && secretKey === undefined) {
+    throw new ConfigError("CDS_SECRET_KEY", "is required when DATABASE_URL is set");
+  }
   const allowPrivateTargets = read(
     env,
     { name: "CDS_ALLOW_PRIVATE_TARGETS", parse: boolean },
@@ -149,6 +169,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl,
     env: cdsEnv,
     adminToken,
+    secretKey,
     allowPrivateTargets,
     role,
     logLevel,

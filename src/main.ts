@@ -6,12 +6,14 @@ import { ApiError, OperatorClient } from "./cli/client.js";
 import type { CliContext } from "./cli/context.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { featureModules } from "./modules/index.js";
+import { sealStoredWebhookSecrets } from "./modules/webhooks/index.js";
 import { ensureStoredAdminToken, readStoredAdminToken } from "./platform/admin-token.js";
 import { createBlobStore } from "./platform/blobs/index.js";
 import type { AppContext } from "./platform/context.js";
 import { type Db, openDb } from "./platform/db/index.js";
 import { createLogger } from "./platform/logger.js";
 import { migrate } from "./platform/migrate.js";
+import { ensureStoredSecretKey, secretBoxOf } from "./platform/secret-box.js";
 import { startWorker } from "./worker.js";
 
 export interface CliIo {
@@ -26,6 +28,20 @@ const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
 };
+
+/**
+ * After the migrations: the key that seals stored secrets (made once in the data directory in
+ * embedded mode), and the sealing of webhook secrets stored before they were sealed.
+ */
+async function prepareSecrets(config: Config, db: Db, log: (message: string, fields: object) => void) {
+  if (!config.secretKey) {
+    const stored = ensureStoredSecretKey(config.dataDir);
+    if (stored.created)
+      log("secret key generated; keep it with the database's backups", { file: stored.file });
+  }
+  const sealed = await sealStoredWebhookSecrets(db, secretBoxOf(config));
+  if (sealed > 0) log("webhook signing secrets sealed", { configurations: sealed });
+}
 
 async function openFor(config: Config) {
   return openDb({
@@ -57,6 +73,7 @@ async function serve(io: CliIo, roleOverride?: Config["role"]): Promise<void> {
   try {
     const report = await migrate(db);
     if (report.applied.length > 0) log.info({ applied: report.applied }, "migrations applied");
+    await prepareSecrets(config, db, (message, fields) => log.info(fields, message));
     const ctx: AppContext = { config, db, log, blobs: createBlobStore(config) };
     app = config.role === "worker" ? undefined : await buildApp(ctx);
     if (app) await app.listen({ port: config.port, host: config.host });
@@ -100,6 +117,9 @@ async function runMigrations(io: CliIo): Promise<void> {
       report.applied.length === 0
         ? `nothing to apply (${report.alreadyApplied} migrations already applied)\n`
         : `${report.applied.length} applied, ${report.alreadyApplied} were already applied\n`,
+    );
+    await prepareSecrets(config, db, (message, fields) =>
+      io.stdout(`${message} ${JSON.stringify(fields)}\n`),
     );
   } finally {
     await db.close();

@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from "../src/config.js";
 
 const TOKEN = "an-operator-token-of-some-length";
 const PG = "postgres://cds@db.internal:5432/cds";
+const SECRET_KEY = "0f".repeat(32);
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -49,6 +50,7 @@ describe("configuration", () => {
       CDS_PUBLIC_URL: "https://cds.example.com/",
       CDS_ENV: "production",
       CDS_ADMIN_TOKEN: TOKEN,
+      CDS_SECRET_KEY: SECRET_KEY,
       CDS_ALLOW_PRIVATE_TARGETS: "yes",
       CDS_ROLE: "worker",
       CDS_LOG_LEVEL: "debug",
@@ -67,6 +69,7 @@ describe("configuration", () => {
       publicUrl: "https://cds.example.com",
       env: "production",
       adminToken: TOKEN,
+      secretKey: SECRET_KEY,
       allowPrivateTargets: true,
       role: "worker",
       logLevel: "debug",
@@ -128,7 +131,9 @@ describe("configuration", () => {
     const err = configError({ DATABASE_URL: PG });
     expect(err.variable).toBe("CDS_ADMIN_TOKEN");
     expect(err.message).toBe("CDS_ADMIN_TOKEN: is required when DATABASE_URL is set");
-    expect(loadConfig({ DATABASE_URL: PG, CDS_ADMIN_TOKEN: TOKEN }).adminToken).toBe(TOKEN);
+    expect(
+      loadConfig({ DATABASE_URL: PG, CDS_ADMIN_TOKEN: TOKEN, CDS_SECRET_KEY: SECRET_KEY }).adminToken,
+    ).toBe(TOKEN);
     // The embedded mode makes its own token at first start.
     expect(loadConfig({}).adminToken).toBeUndefined();
   });

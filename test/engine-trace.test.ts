@@ -412,19 +412,33 @@ describe("a case whose workflow errors", () => {
     expect((await eventsOf(ctx, caseId)).map((e) => e.event_type)).toEqual(["case.failed"]);
   });
 
-  it("fails a case reaching a provider node while no provider is available, with a failed trace entry", async () => {
+  it("fails a case whose provider node cannot reach its broker, with a failed trace entry naming it", async () => {
     const partner = await createPartner(app);
-    await createWorkflow(app, partner.tenantId, "idv", {
+    const put = await app.inject({
+      method: "PUT",
+      url: `/admin/tenants/${partner.tenantId}/providers/opensanctions`,
+      headers: adminHeaders,
+      payload: { baseUrl: "https://api.opensanctions.example", credentials: { apiKey: "k" } },
+    });
+    expect(put.statusCode).toBe(200);
+    await createWorkflow(app, partner.tenantId, "screen", {
       inputSchema: { type: "object" },
-      start: "idv",
+      start: "screen",
       nodes: [
-        { id: "idv", type: "provider", provider: "sumsub", next: "ok" },
+        { id: "screen", type: "provider", provider: "opensanctions", next: "ok" },
         { id: "ok", type: "decision", decision: "approved" },
       ],
     });
-    const record = await settle(partner, await submit(partner, "idv", {}));
+    await app.inject({
+      method: "DELETE",
+      url: `/admin/tenants/${partner.tenantId}/providers/opensanctions`,
+      headers: adminHeaders,
+    });
+    const record = await settle(partner, await submit(partner, "screen", {}));
     expect(record.status).toBe("failed");
-    expect(record.trace).toMatchObject([{ nodeType: "provider", status: "failed" }]);
+    expect(record.trace).toMatchObject([
+      { nodeType: "provider", status: "failed", brokerId: "opensanctions", calls: [] },
+    ]);
   });
 });
 

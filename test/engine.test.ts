@@ -348,20 +348,32 @@ describe("failures", () => {
     expect(types).toEqual(["case.decided", "case.rfi_requested"]);
   });
 
-  it("fails a case that reaches a provider node, with a clear recorded error", async () => {
+  it("fails a case whose provider node finds its broker no longer configured, with a clear recorded error", async () => {
     const partner = await createPartner(h.app);
+    const configure = await h.app.inject({
+      method: "PUT",
+      url: `/admin/tenants/${partner.tenantId}/providers/opensanctions`,
+      headers: adminHeaders,
+      payload: { baseUrl: "https://api.opensanctions.example", credentials: { apiKey: "k" } },
+    });
+    expect(configure.statusCode).toBe(200);
     const wf: WorkflowDefinition = {
       inputSchema: { type: "object" },
-      start: "idv",
+      start: "screen",
       nodes: [
-        { id: "idv", type: "provider", provider: "acme-idv", next: "ok" },
+        { id: "screen", type: "provider", provider: "opensanctions", next: "ok" },
         { id: "ok", type: "decision", decision: "approved" },
       ],
     };
-    await createWorkflow(h.app, partner.tenantId, "idv", wf);
-    const record = await submitAndSettle(partner, "idv", {});
+    await createWorkflow(h.app, partner.tenantId, "screen-gone", wf);
+    await h.app.inject({
+      method: "DELETE",
+      url: `/admin/tenants/${partner.tenantId}/providers/opensanctions`,
+      headers: adminHeaders,
+    });
+    const record = await submitAndSettle(partner, "screen-gone", {});
     expect(record.status).toBe("failed");
-    expect(record.error.message).toMatch(/provider/);
+    expect(record.error.message).toMatch(/provider opensanctions failed: the tenant has no configuration/);
   });
 });
 

@@ -2,8 +2,10 @@ import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.js";
 import { emitEvent } from "../src/modules/events/events.js";
+import { openSecrets } from "../src/modules/webhooks/webhook-secrets.js";
 import type { AppContext } from "../src/platform/context.js";
 import { createLogger } from "../src/platform/logger.js";
+import { secretBoxOf } from "../src/platform/secret-box.js";
 import { startWorker } from "../src/worker.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
@@ -72,11 +74,15 @@ describe("PUT /admin/tenants/{t}/webhooks/{webhookKey}", () => {
     });
     const stored = await h.ctx.db.root
       .selectFrom("webhook_configs")
-      .select("secrets")
+      .select(["secrets", "secrets_sealed"])
       .where("tenant_id", "=", tenantId)
       .where("webhook_key", "=", "alerts")
       .executeTakeFirstOrThrow();
-    expect(stored.secrets).toEqual([
+    // Stored sealed (AES-256-GCM), never in clear; they open to the values sent.
+    expect(stored.secrets_sealed).toBe(true);
+    expect(JSON.stringify(stored.secrets)).not.toContain(TEST_WEBHOOK_SECRET);
+    expect(JSON.stringify(stored.secrets)).not.toContain("whsec_next_secret_value_0001");
+    expect(openSecrets(secretBoxOf(h.ctx.config), tenantId, "alerts", stored.secrets, true)).toEqual([
       { id: "2025-01", secret: TEST_WEBHOOK_SECRET },
       { id: "2025-06", secret: "whsec_next_secret_value_0001" },
     ]);

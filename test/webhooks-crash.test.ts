@@ -43,6 +43,8 @@ async function seed(db: Db, url: string): Promise<{ expected: Map<number, string
   await upsertWebhookConfig(db.root, tenantId, "default", {
     url,
     secrets: [{ id: "s1", secret: TEST_WEBHOOK_SECRET }],
+    // Written as a service before secrets were sealed stored it: the deliverers read either form.
+    secretsSealed: false,
     activeSecretId: "s1",
     maxAttempts: 10,
     timeoutMs: 5000,

@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DecisionNode } from "../src/modules/engine/nodes/decision.node.js";
 import type { ExternalCallbackNode } from "../src/modules/engine/nodes/external-callback.node.js";
 import type { NotifyNode } from "../src/modules/engine/nodes/notify.node.js";
-import type { UnavailableProviderNode } from "../src/modules/engine/nodes/provider-unavailable.node.js";
 import type { RulesNode } from "../src/modules/engine/nodes/rules.node.js";
 import type { ScoreNode } from "../src/modules/engine/nodes/score.node.js";
+import type { ProviderNode } from "../src/modules/providers/provider.node.js";
 import type { InformationRequestNode } from "../src/modules/rfi/information-request.node.js";
 import {
   type CompiledNode,
@@ -67,7 +67,7 @@ interface CompiledNodes {
   notify: NotifyNode;
   external_callback: ExternalCallbackNode;
   information_request: InformationRequestNode;
-  provider: UnavailableProviderNode;
+  provider: ProviderNode;
 }
 
 function node<T extends keyof CompiledNodes>(wf: CompiledWorkflow, id: string, type: T): CompiledNodes[T] {
@@ -323,7 +323,7 @@ describe("compiled nodes", () => {
           body: "payload.text",
           next: "verify",
         },
-        { id: "verify", type: "provider", provider: "idv", next: "risk" },
+        { id: "verify", type: "provider", provider: "opensanctions", next: "risk" },
         {
           id: "risk",
           type: "score",
@@ -365,7 +365,7 @@ describe("compiled nodes", () => {
       /gave number, not a string/,
     );
     expect(node(wf, "verify", "provider")).toMatchObject({
-      provider: "idv",
+      provider: "opensanctions",
       config: {},
       onTimeout: undefined,
     });

@@ -68,8 +68,8 @@ function full(): Json {
       {
         id: "verify",
         type: "provider",
-        provider: "idv-vendor",
-        config: { level: "basic" },
+        provider: "sumsub",
+        config: { levelName: "basic-kyc-level" },
         next: "risk",
         onTimeout: "review",
       },

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -106,6 +107,7 @@ export async function startServer(
     DATABASE_URL: database?.url ?? "",
     CDS_DATA_DIR: dataDir,
     CDS_ADMIN_TOKEN: adminToken,
+    CDS_SECRET_KEY: randomBytes(32).toString("hex"),
     ...options.env,
   };
   let running: Running | undefined = await launch(env, log);

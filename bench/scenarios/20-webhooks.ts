@@ -123,6 +123,7 @@ async function inProcessRig(): Promise<Rig> {
       await upsertWebhookConfig(db.root, tenantId, "default", {
         url,
         secrets: SECRETS,
+        secretsSealed: false,
         activeSecretId: "bench",
         maxAttempts: 5,
         timeoutMs: 10_000,

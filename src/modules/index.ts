@@ -3,6 +3,7 @@ import { attributesModule } from "./attributes/index.js";
 import { authModule } from "./auth/index.js";
 import { casesModule } from "./cases/index.js";
 import { engineModule } from "./engine/index.js";
+import { providersModule } from "./providers/index.js";
 import { rfiModule } from "./rfi/index.js";
 import { tagsModule } from "./tags/index.js";
 import { tenantsModule } from "./tenants/index.js";
@@ -20,4 +21,5 @@ export const featureModules: readonly FeatureModule[] = [
   authModule,
   workflowsModule,
   webhooksModule,
+  providersModule,
 ];

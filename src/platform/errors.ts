@@ -17,6 +17,8 @@ export const ERROR_STATUS = {
   rate_limited: 429,
   internal: 500,
   bad_gateway: 502,
+  /** A verification provider's vendor failed or refused (contract section 2). */
+  provider_failed: 502,
   unavailable: 503,
   // information requests (RFIError codes of the spec and the contract)
   invalid_request: 400,

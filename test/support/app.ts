@@ -26,6 +26,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
   return configWith({
     dataDir: fs.mkdtempSync(path.join(os.tmpdir(), "cds-test-")),
     adminToken: ADMIN_TOKEN,
+    secretKey: process.env.CDS_SECRET_KEY,
     logLevel: (process.env.CDS_TEST_LOG_LEVEL as Config["logLevel"]) ?? "silent",
     jobPollMs: 200,
     ...overrides,

@@ -10,7 +10,11 @@ import { listCaseTags } from "../tags/tags.repo.js";
 import { toTagView } from "../tags/tags.service.js";
 import { requireTenant } from "../tenants/tenants.service.js";
 import type { CompiledWorkflow } from "../workflows/workflow.types.js";
-import { getCompiledWorkflow, resolveSubmissionWorkflow } from "../workflows/workflows.service.js";
+import {
+  checkTenantRequirements,
+  getCompiledWorkflow,
+  resolveSubmissionWorkflow,
+} from "../workflows/workflows.service.js";
 import type { CaseType } from "./case-status.js";
 import {
   type CaseFilters,
@@ -172,6 +176,7 @@ export async function dryRunCase(
   await requireTenant(ctx.db.root, tenantId);
   const wf = await getCompiledWorkflow(ctx.db.root, tenantId, workflowId, version);
   if (!wf) throw notFound(`version ${version} of workflow ${workflowId}`);
+  await checkTenantRequirements(ctx.db.root, tenantId, wf);
   const full = { ...input, workflowId, workflowVersion: version };
   const prepared = await prepare(ctx, full, async () => wf);
   const kase = await insertAndStart(ctx, tenantId, full, prepared, requestId, true);

@@ -20,6 +20,7 @@ export interface AttemptContext {
   config: {
     url: string;
     secrets: WebhookSecret[];
+    secrets_sealed: boolean;
     active_secret_id: string | null;
     max_attempts: number;
     timeout_ms: number;
@@ -47,7 +48,7 @@ export async function startAttempts(db: Executor, keys: AttemptKey[]): Promise<M
       ) AND status = 'pending'
       RETURNING id, tenant_id, webhook_key, body, attempt_count, recorded_attempts
     )
-    SELECT d.*, c.url, c.secrets, c.active_secret_id, c.max_attempts, c.timeout_ms,
+    SELECT d.*, c.url, c.secrets, c.secrets_sealed, c.active_secret_id, c.max_attempts, c.timeout_ms,
       -- Read through the statement's snapshot: the value from before the update above.
       before.last_attempt_at AS prev_attempt_at
     FROM d
@@ -69,6 +70,7 @@ export async function startAttempts(db: Executor, keys: AttemptKey[]): Promise<M
           : {
               url: row.url,
               secrets: row.secrets as WebhookSecret[],
+              secrets_sealed: row.secrets_sealed as boolean,
               active_secret_id: row.active_secret_id as string | null,
               max_attempts: row.max_attempts as number,
               timeout_ms: row.timeout_ms as number,

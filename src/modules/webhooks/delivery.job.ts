@@ -1,7 +1,9 @@
 import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Db } from "../../platform/db/index.js";
+import type { WebhookSecret } from "../../platform/db/schema.js";
 import { type PlainJobHandler, RescheduleJob } from "../../platform/jobs.js";
+import { type SecretBox, secretBoxOf } from "../../platform/secret-box.js";
 import { SECRET_ID_HEADER, SIGNATURE_HEADER, signWebhookBody } from "../../verify-webhook.js";
 import {
   type AttemptContext,
@@ -14,6 +16,7 @@ import {
 import { DeliveryGate } from "./delivery-gate.js";
 import { DELIVERY_JOB, type DeliveryJobPayload } from "./delivery-queue.js";
 import { sendWebhook } from "./http-sender.js";
+import { openSecrets } from "./webhook-secrets.js";
 
 const USER_AGENT = "case-decisioning-webhooks/1.0";
 
@@ -32,8 +35,12 @@ export function retryDelayMs(failedAttempt: number, retryAfterMs: number | null)
   return Math.max(backoff, Math.min(retryAfterMs, MAX_RETRY_AFTER_MS));
 }
 
-/** The secret new attempts sign with, and its id when the configuration names one. */
-export function signingSecret(config: NonNullable<AttemptContext["config"]>): {
+/** The secret new attempts sign with, opened, and its id when the configuration names one. */
+export function signingSecret(
+  box: SecretBox,
+  at: Pick<AttemptContext, "tenant_id" | "webhook_key">,
+  config: NonNullable<AttemptContext["config"]>,
+): {
   id: string | null;
   secret: string;
 } {
@@ -42,7 +49,8 @@ export function signingSecret(config: NonNullable<AttemptContext["config"]>): {
       ? config.secrets[0]
       : config.secrets.find((s) => s.id === config.active_secret_id);
   if (!active) throw new Error("webhook configuration has no active secret");
-  return { id: config.active_secret_id, secret: active.secret };
+  const [opened] = openSecrets(box, at.tenant_id, at.webhook_key, [active], config.secrets_sealed);
+  return { id: config.active_secret_id, secret: (opened as WebhookSecret).secret };
 }
 
 /** Remembers when it last warned about each key, to warn about it at most once a minute. */
@@ -146,7 +154,7 @@ export async function attemptDelivery(
   }
 
   const url = new URL(at.config.url);
-  const secret = signingSecret(at.config);
+  const secret = signingSecret(secretBoxOf(ctx.config), at, at.config);
   const body = Buffer.from(at.body, "utf8");
   const startedAt = new Date();
   const sent = await sendWebhook({

@@ -6,6 +6,15 @@ import { deliveryHandler } from "./delivery.job.js";
 import { webhookConfigsRoutes } from "./webhook-configs.routes.js";
 import { webhooksCli } from "./webhooks.cli.js";
 
+export {
+  BlockedTargetError,
+  checkTargetHost,
+  guardedLookup,
+  hostOf,
+  isPrivateAddress,
+} from "./target-safety.js";
+export { sealStoredWebhookSecrets } from "./webhook-secrets.js";
+
 /**
  * Webhook delivery runs on a worker of its own (see src/worker.ts), never on the general one:
  * its attempts wait on partners' endpoints, and must not take the slots of workflow steps.

@@ -7,6 +7,8 @@ export type WebhookConfigRow = Selectable<WebhookConfigsTable>;
 export interface WebhookConfigValues {
   url: string;
   secrets: WebhookSecret[];
+  /** Whether `secrets` hold sealed values (webhook-secrets.ts); the service always seals them. */
+  secretsSealed: boolean;
   activeSecretId: string | null;
   maxAttempts: number;
   timeoutMs: number;
@@ -34,6 +36,7 @@ export function upsertWebhookConfig(
   const columns = {
     url: values.url,
     secrets: JSON.stringify(values.secrets),
+    secrets_sealed: values.secretsSealed,
     active_secret_id: values.activeSecretId,
     max_attempts: values.maxAttempts,
     timeout_ms: values.timeoutMs,

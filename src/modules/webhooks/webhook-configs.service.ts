@@ -1,6 +1,7 @@
 import type { AppContext } from "../../platform/context.js";
 import type { WebhookSecret } from "../../platform/db/schema.js";
 import { badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
+import { secretBoxOf } from "../../platform/secret-box.js";
 import { requireTenant } from "../tenants/tenants.service.js";
 import { BlockedTargetError, checkTargetHost, hostOf } from "./target-safety.js";
 import {
@@ -10,6 +11,7 @@ import {
   upsertWebhookConfig,
   type WebhookConfigRow,
 } from "./webhook-configs.repo.js";
+import { openSecrets, sealSecrets } from "./webhook-secrets.js";
 
 export const WEBHOOK_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const SECRET_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
@@ -168,7 +170,11 @@ export async function putWebhookConfig(
   const { url, problems } = urlProblems(ctx, input.url.trim());
   for (const message of problems) details.push({ path: "body.url", message });
   const existing = await findWebhookConfig(ctx.db.root, tenantId, webhookKey);
-  const { secrets, activeSecretId } = secretsOf(input, existing?.secrets ?? [], details);
+  const box = secretBoxOf(ctx.config);
+  const stored = existing
+    ? openSecrets(box, tenantId, webhookKey, existing.secrets, existing.secrets_sealed)
+    : [];
+  const { secrets, activeSecretId } = secretsOf(input, stored, details);
   if (url && problems.length === 0) {
     const problem = await targetProblem(ctx, url);
     if (problem) details.push({ path: "body.url", message: problem });
@@ -181,7 +187,8 @@ export async function putWebhookConfig(
   }
   const row = await upsertWebhookConfig(ctx.db.root, tenantId, webhookKey, {
     url: input.url.trim(),
-    secrets,
+    secrets: sealSecrets(box, tenantId, webhookKey, secrets),
+    secretsSealed: true,
     activeSecretId,
     maxAttempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,

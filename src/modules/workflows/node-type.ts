@@ -1,5 +1,5 @@
 import type { AppContext } from "../../platform/context.js";
-import type { Tx } from "../../platform/db/index.js";
+import type { Executor, Tx } from "../../platform/db/index.js";
 import type { ErrorDetail } from "../../platform/errors.js";
 import type { DecisionSource, DecisionValue } from "../cases/case-status.js";
 import type { NewEvent } from "../events/events.js";
@@ -32,6 +32,11 @@ export interface NodeType<C extends CompiledNode = CompiledNode> {
   expressions(node: JsonObject, at: string): NodeExpression[];
   /** Rules the schema cannot state (one field excluding another…), as problems at their paths. */
   check?(node: JsonObject, at: string, problems: ErrorDetail[]): void;
+  /**
+   * What the node needs of its tenant before a version runs (a provider node's broker
+   * configured): a problem refuses publishing and dry runs of the version with 400.
+   */
+  checkTenant?(node: C, input: { db: Executor; tenantId: string }): Promise<string | undefined>;
   /** A definition that passed validation, compiled once per version: expressions parsed and checked. */
   compile(node: JsonObject & { id: string }): C;
   /** An `external` node's call, outside any transaction. Its result reaches `evaluate` as `called`. */

@@ -3,6 +3,7 @@ import type { AppContext } from "../../platform/context.js";
 import type { Executor } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { requireTenant } from "../tenants/tenants.service.js";
+import { nodeTypeOf } from "./node-type.js";
 import { compileWorkflow, type VersionKey } from "./workflow.compiler.js";
 import { PATTERN_MESSAGES, WORKFLOW_ID_PATTERN } from "./workflow.schema.js";
 import type { CompiledWorkflow, WorkflowDefinition } from "./workflow.types.js";
@@ -91,6 +92,9 @@ export async function publishVersion(
   version: number,
 ): Promise<PublishedVersionView> {
   await requireTenant(ctx.db.root, tenantId);
+  const wf = await getCompiledWorkflow(ctx.db.root, tenantId, workflowId, version);
+  if (!wf) throw notFound(`version ${version} of workflow ${workflowId}`);
+  await checkTenantRequirements(ctx.db.root, tenantId, wf);
   return ctx.db.transaction(async (tx) => {
     const publishedAt = await markPublished(tx, tenantId, workflowId, version);
     if (!publishedAt) throw notFound(`version ${version} of workflow ${workflowId}`);
@@ -187,6 +191,30 @@ export async function getCompiledWorkflow(
   if (!row) return undefined;
   // Another caller may have compiled it while this one read.
   return cached(key) ?? remember(compileWorkflow(key, row.definition as WorkflowDefinition));
+}
+
+/**
+ * What a version needs of its tenant before it runs (node types' `checkTenant`, such as a
+ * provider node's broker being configured): a 400 naming each node that cannot run.
+ */
+export async function checkTenantRequirements(
+  db: Executor,
+  tenantId: string,
+  wf: CompiledWorkflow,
+): Promise<void> {
+  const details: Array<{ path: string; message: string }> = [];
+  const ids = [...wf.nodes.keys()];
+  for (const node of wf.nodes.values()) {
+    const problem = await nodeTypeOf(node.type)?.checkTenant?.(node, { db, tenantId });
+    if (problem) details.push({ path: `nodes[${ids.indexOf(node.id)}]`, message: problem });
+  }
+  if (details.length > 0) {
+    throw new AppError(
+      "validation_failed",
+      `version ${wf.version} of workflow ${wf.workflowId} cannot run for this tenant: ${details.map((d) => d.message).join("; ")}`,
+      { details },
+    );
+  }
 }
 
 function refused(path: string, message: string): AppError {

@@ -104,6 +104,8 @@ export interface WebhookConfigsTable {
   webhook_key: string;
   url: string;
   secrets: Json<WebhookSecret[]>;
+  /** False only for rows stored before secrets were sealed, until the next start seals them. */
+  secrets_sealed: Generated<boolean>;
   active_secret_id: string | null;
   max_attempts: number;
   timeout_ms: number;

@@ -1,0 +1,147 @@
+import type { Signer, VendorClient } from "./vendor-http.js";
+
+/**
+ * A broker is the service's adapter to one verification vendor. It declares what it offers and
+ * implements the vendor's side of each operation; the providers service does everything that is
+ * the same for every vendor: configurations and their sealed credentials, runs, the record of
+ * every vendor call, inbound events (verified, stored once, handled by a job), pauses, timeouts,
+ * retries and errors. A new vendor is one folder under `brokers/` and one line in
+ * `brokers/index.ts` (docs/providers.md walks through one).
+ */
+export interface Broker<Config = unknown, Credentials = unknown> {
+  /** The id workflows name in a `provider` node and operators configure (`sumsub`). */
+  readonly id: string;
+  readonly label: string;
+  /**
+   * `synchronous`: the node gets its result from `start` and goes on at once. `asynchronous`:
+   * `start` pauses the node, and a vendor event (or `poll`) resolves it later.
+   */
+  readonly kind: "synchronous" | "asynchronous";
+  /** JSON Schema (2020-12) of the node's `config`, checked when a workflow version is created. */
+  readonly configSchema: Record<string, unknown>;
+  /** JSON Schema of the configuration's `credentials`, checked when an operator sets them. */
+  readonly credentialsSchema: Record<string, unknown>;
+  /** Whether the configuration carries a `webhookSecret` that verifies the vendor's events. */
+  readonly webhookSecret: "required" | "none";
+  /** Actions on a paused node of this broker (endpoint 5); none resolves the pause. */
+  readonly pendingActions: readonly BrokerAction[];
+  /** Actions on a case the broker ran on, valid after the decision too (endpoints 6 and 7). */
+  readonly durableActions: readonly BrokerAction[];
+
+  /** Fills in the config's defaults (it has passed `configSchema`). */
+  parseConfig(raw: Record<string, unknown>): Config;
+  /** How every request to the vendor is authenticated. */
+  signer(credentials: Credentials): Signer;
+
+  /**
+   * Runs the node's vendor side. Called with no database transaction open; may be called again
+   * for the same run after a crash, so it must not create twice what the vendor keeps (Sumsub:
+   * find-or-create the applicant).
+   */
+  start(call: BrokerCall<Credentials>, input: StartInput<Config>): Promise<StartResult>;
+  /** A pending action (endpoint 5) on a paused run; the answer's `output`. */
+  pendingAction(
+    call: BrokerCall<Credentials>,
+    input: PendingActionInput<Config>,
+  ): Promise<Record<string, unknown>>;
+  /** A durable action (endpoint 7); the answer's `output`. */
+  durableAction(
+    call: BrokerCall<Credentials>,
+    input: DurableActionInput<Config>,
+  ): Promise<Record<string, unknown>>;
+
+  /** Inbound events: whether the raw body's signature holds under the configuration's secret. */
+  verifyEvent?(input: {
+    rawBody: Buffer;
+    headers: Record<string, string | string[] | undefined>;
+    secret: string;
+  }): boolean;
+  /** Inbound events: what an event is about (any JSON the vendor sends; undefined when unreadable). */
+  parseEvent?(body: unknown): VendorEvent | undefined;
+  /** What an event means for one waiting run of the subject it names. */
+  judgeEvent?(event: VendorEvent, run: RunView<Config>): EventVerdict;
+  /** Asks the vendor for a run's result when its event may have been lost; undefined: no result yet. */
+  poll?(call: BrokerCall<Credentials>, run: RunView<Config>): Promise<EventVerdict | undefined>;
+}
+
+export interface BrokerAction {
+  id: string;
+  label: string;
+  /** JSON Schema of the action's `params` (the service answers 400 when they do not hold). */
+  paramsSchema: Record<string, unknown>;
+}
+
+/** What a broker operation gets: the vendor client (signed, timed, retried, recorded) and the credentials. */
+export interface BrokerCall<Credentials> {
+  vendor: VendorClient;
+  credentials: Credentials;
+}
+
+/** The case as brokers see it. */
+export interface CaseSubject {
+  caseId: string;
+  caseType: string;
+  /** The case's `subject` (person, business or transaction sub-struct). */
+  subject: Record<string, unknown>;
+  externalCustomerId: string | null;
+}
+
+export interface StartInput<Config> extends CaseSubject {
+  runId: string;
+  nodeId: string;
+  config: Config;
+}
+
+export type StartResult =
+  | { kind: "completed"; output: Record<string, unknown>; subjectRef?: string }
+  | {
+      kind: "waiting";
+      /** The vendor's id of the subject, which its events name. */
+      subjectRef: string;
+      /** Kept on the run for later actions; never tokens. */
+      state: Record<string, unknown>;
+      /** Sent as `node.notification`; the service adds `pending_handle` to its output. */
+      notification?: { payloadType: string; output: Record<string, unknown> };
+    };
+
+/** A run as brokers see it. */
+export interface RunView<Config> {
+  runId: string;
+  nodeId: string;
+  subjectRef: string | null;
+  state: Record<string, unknown>;
+  config: Config;
+  output: Record<string, unknown> | null;
+}
+
+export interface PendingActionInput<Config> {
+  actionId: string;
+  params: Record<string, unknown>;
+  run: RunView<Config>;
+  case: CaseSubject;
+}
+
+export interface DurableActionInput<Config> {
+  actionId: string;
+  params: Record<string, unknown>;
+  case: CaseSubject;
+  /** The broker's runs on the case, newest first (at least one). */
+  runs: RunView<Config>[];
+}
+
+export interface VendorEvent {
+  type: string;
+  /** The event as the vendor sent it. */
+  body: Record<string, unknown>;
+  /** The vendor's id of the subject the event is about. */
+  subjectRef: string | null;
+  /** The vendor's time of the event: a run ignores events older than the newest it applied. */
+  occurredAt: Date | null;
+}
+
+export type EventVerdict =
+  | { kind: "ignore"; reason: string }
+  /** The run ends with this output and the workflow goes on. */
+  | { kind: "resolve"; output: Record<string, unknown> }
+  /** The run stays paused; this notification goes out (the service adds `pending_handle`). */
+  | { kind: "notify"; payloadType: string; output: Record<string, unknown> };

@@ -1,0 +1,305 @@
+import { uuid } from "../../platform/crypto.js";
+import { AppError } from "../../platform/errors.js";
+import type { NewEvent } from "../events/events.js";
+import {
+  describeEnd,
+  fieldReferences,
+  isJsonObject,
+  type NodeCase,
+  type NodeType,
+  schemaRef,
+} from "../workflows/node-type.js";
+import { PROVIDER_ID_PATTERN } from "../workflows/workflow.schema.js";
+import type { StartResult } from "./broker.js";
+import { problemsOf } from "./broker-schemas.js";
+import { BROKERS, brokerOf } from "./brokers/index.js";
+import { requireOpenedConfig } from "./provider-configs.service.js";
+import { configuredBrokers, insertRun } from "./providers.repo.js";
+import { caseSubjectOf, openSession, runIdOf, traceCall } from "./providers.service.js";
+import { type CallRecord, VendorError } from "./vendor-http.js";
+import { pollTime, schedulePoll } from "./vendor-poll.job.js";
+
+/**
+ * The `provider` node (contract section 5): runs a broker. Its vendor calls are the node's
+ * `call`, made by the engine with no transaction open and no case lock held; what they gave is
+ * applied in the step's transaction: a result goes on to `next`, a paused vendor (Sumsub) opens
+ * a wait whose id is the pending handle, resolved later by the vendor's event (`resumeWait`) or
+ * by the expiry (`onTimeout`). A vendor that keeps failing goes to `onError` with `{error}`, or
+ * fails the case.
+ */
+export interface ProviderNode {
+  id: string;
+  type: "provider";
+  provider: string;
+  config: Record<string, unknown>;
+  expiresInSeconds: number;
+  webhookKey: string | undefined;
+  next: string;
+  onTimeout: string | undefined;
+  onError: string | undefined;
+}
+
+export const PROVIDER_WAIT = "provider";
+/** Resolutions the providers module reports to `resumeWait`. */
+export const VENDOR_RESULT = "vendor_result";
+export const RETRY_REQUESTED = "retry_requested";
+export const DEFAULT_PROVIDER_EXPIRES_IN_SECONDS = 86_400;
+
+export type CallResult =
+  | { ok: true; runId: string; result: StartResult; calls: CallRecord[] }
+  | { ok: false; runId: string; error: string; calls: CallRecord[] };
+
+/** A vendor asked the applicant to try again: the node stays paused and says so. */
+export interface RetryRequest {
+  tenantId: string;
+  caseId: string;
+  payloadType: string;
+  output: Record<string, unknown>;
+}
+
+export interface VendorResultOutput {
+  output: Record<string, unknown>;
+  calls: ReturnType<typeof traceCall>[];
+}
+
+/** `node.notification` of a provider node, with the pending handle in its output. */
+export function providerNotification(
+  kase: Pick<NodeCase, "tenantId" | "id">,
+  nodeId: string,
+  webhookKey: string | undefined,
+  payloadType: string,
+  output: Record<string, unknown>,
+): NewEvent {
+  return {
+    tenantId: kase.tenantId,
+    caseId: kase.id,
+    type: "node.notification",
+    webhookKey: webhookKey ?? null,
+    payload: {
+      event_type: "node.notification",
+      payloadType,
+      tenantId: kase.tenantId,
+      caseId: kase.id,
+      nodeId,
+      webhookKey: webhookKey ?? null,
+      output,
+      timestamp: new Date().toISOString(),
+    },
+  };
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof VendorError || err instanceof AppError) return err.message;
+  throw err;
+}
+
+export const providerNode: NodeType<ProviderNode> = {
+  type: "provider",
+  effects: "external",
+  definition: {
+    description:
+      "Runs a verification provider (broker); may pause with pending actions until the vendor reports a result.",
+    required: ["provider", "next"],
+    properties: {
+      provider: { type: "string", pattern: PROVIDER_ID_PATTERN },
+      config: { type: "object" },
+      expiresInSeconds: { ...schemaRef("expiresInSeconds"), default: DEFAULT_PROVIDER_EXPIRES_IN_SECONDS },
+      webhookKey: schemaRef("webhookKey"),
+      next: schemaRef("nodeRef"),
+      onTimeout: schemaRef("nodeRef"),
+      onError: schemaRef("nodeRef"),
+    },
+  },
+  references: (node, at) => fieldReferences(node, at, ["next", "onTimeout", "onError"]),
+  expressions: () => [],
+  check(node, at, problems) {
+    const broker = typeof node.provider === "string" ? brokerOf(node.provider) : undefined;
+    if (!broker) {
+      problems.push({
+        path: `${at}.provider`,
+        message: `is not a known provider (${[...BROKERS.keys()].join(", ")})`,
+      });
+      return;
+    }
+    problems.push(
+      ...problemsOf(broker.configSchema, isJsonObject(node.config) ? node.config : {}, `${at}.config`),
+    );
+  },
+  async checkTenant(node, { db, tenantId }) {
+    const configured = await configuredBrokers(db, tenantId, [node.provider]);
+    return configured.has(node.provider)
+      ? undefined
+      : `provider "${node.provider}" is not configured for the tenant (PUT /admin/tenants/{t}/providers/${node.provider})`;
+  },
+  compile(node) {
+    return {
+      id: node.id,
+      type: "provider",
+      provider: node.provider as string,
+      config: (node.config as Record<string, unknown> | undefined) ?? {},
+      expiresInSeconds: (node.expiresInSeconds as number | undefined) ?? DEFAULT_PROVIDER_EXPIRES_IN_SECONDS,
+      webhookKey: node.webhookKey as string | undefined,
+      next: node.next as string,
+      onTimeout: node.onTimeout as string | undefined,
+      onError: node.onError as string | undefined,
+    };
+  },
+  async call(node, { ctx, case: kase, vars, seq }): Promise<CallResult> {
+    const runId = runIdOf(kase.id, seq);
+    const broker = brokerOf(node.provider);
+    if (!broker) return { ok: false, runId, error: `provider "${node.provider}" is not known`, calls: [] };
+    let session: ReturnType<typeof openSession> | undefined;
+    try {
+      const config = await requireOpenedConfig(ctx, kase.tenantId, broker.id);
+      session = openSession(ctx, kase.tenantId, broker, config, {
+        brokerId: broker.id,
+        caseId: kase.id,
+        runId,
+        actor: `node:${node.id}`,
+      });
+      const subject = caseSubjectOf({
+        id: kase.id,
+        type: kase.type,
+        subject: vars.subject,
+        external_customer_id: kase.externalCustomerId,
+      });
+      const result = await broker.start(session.call, {
+        ...subject,
+        runId,
+        nodeId: node.id,
+        config: broker.parseConfig(node.config),
+      });
+      return { ok: true, runId, result, calls: session.calls };
+    } catch (err) {
+      return { ok: false, runId, error: errorText(err), calls: session?.calls ?? [] };
+    }
+  },
+  async evaluate(node, { tx, case: kase, seq, called }) {
+    const c = called as CallResult;
+    const explain = {
+      brokerId: node.provider,
+      calls: c.calls.map((r) => traceCall({ ...r, actor: `node:${node.id}` })),
+    };
+    const run = {
+      id: c.runId,
+      caseId: kase.id,
+      nodeId: node.id,
+      seq,
+      brokerId: node.provider,
+      config: node.config,
+      waitId: null,
+      expiresAt: null,
+      subjectRef: null,
+      state: {},
+      output: null,
+      error: null,
+    };
+    if (!c.ok) {
+      await insertRun(tx, kase.tenantId, { ...run, status: "failed", error: c.error });
+      if (node.onError !== undefined) {
+        return { kind: "continue", next: node.onError, output: { error: c.error }, explain };
+      }
+      return {
+        kind: "fail",
+        message: `node ${node.id}: provider ${node.provider} failed: ${c.error}`,
+        explain,
+      };
+    }
+    const { result } = c;
+    if (result.kind === "completed") {
+      await insertRun(tx, kase.tenantId, {
+        ...run,
+        status: "completed",
+        subjectRef: result.subjectRef ?? null,
+        output: result.output,
+      });
+      return { kind: "continue", next: node.next, output: result.output, explain };
+    }
+    const waitId = uuid();
+    const expiresAt = new Date(Date.now() + node.expiresInSeconds * 1000);
+    await insertRun(tx, kase.tenantId, {
+      ...run,
+      status: "waiting",
+      waitId,
+      expiresAt,
+      subjectRef: result.subjectRef,
+      state: result.state,
+    });
+    if (brokerOf(node.provider)?.poll) {
+      await schedulePoll(tx, { tenantId: kase.tenantId, runId: c.runId }, pollTime(new Date(), expiresAt));
+    }
+    const events = result.notification
+      ? [
+          providerNotification(kase, node.id, node.webhookKey, result.notification.payloadType, {
+            ...result.notification.output,
+            pending_handle: waitId,
+          }),
+        ]
+      : [];
+    return {
+      kind: "wait",
+      wait: {
+        id: waitId,
+        kind: PROVIDER_WAIT,
+        ref: result.subjectRef,
+        expiresAt,
+        timesOut: true,
+        providerId: node.provider,
+        data: { runId: c.runId },
+      },
+      output: { brokerId: node.provider, subjectRef: result.subjectRef },
+      events,
+      explain,
+    };
+  },
+  resume(node, resolution, wait) {
+    if (resolution.kind === VENDOR_RESULT) {
+      const { output, calls } = resolution.output as VendorResultOutput;
+      return { kind: "continue", next: node.next, output, explain: { brokerId: node.provider, calls } };
+    }
+    if (resolution.kind === RETRY_REQUESTED) {
+      const retry = resolution.output as RetryRequest;
+      const event = providerNotification(
+        { tenantId: retry.tenantId, id: retry.caseId },
+        node.id,
+        node.webhookKey,
+        retry.payloadType,
+        { ...retry.output, pending_handle: wait.id },
+      );
+      return { kind: "keep_waiting", events: [event] };
+    }
+    const expiresAt = wait.expiresAt?.toISOString() ?? null;
+    if (node.onTimeout === undefined) {
+      return {
+        kind: "fail",
+        message: `node ${node.id}: provider ${node.provider} reported no result before ${expiresAt} and the node has no onTimeout`,
+      };
+    }
+    return { kind: "continue", next: node.onTimeout, output: { timedOut: true, expiresAt } };
+  },
+  pending(node) {
+    const broker = brokerOf(node.provider);
+    return {
+      providerId: node.provider,
+      availableActions: (broker?.pendingActions ?? []).map((a) => ({
+        id: a.id,
+        label: a.label,
+        resolvesAwait: false,
+      })),
+    };
+  },
+  describe(entry) {
+    const calls = Array.isArray(entry.calls)
+      ? (entry.calls as Array<{ action: string; httpStatus: number | null }>)
+      : [];
+    const lines = [
+      `${String(entry.brokerId ?? "provider")}: ${calls.length} vendor call${calls.length === 1 ? "" : "s"}${
+        calls.length > 0
+          ? ` (${calls.map((c) => `${c.action} ${c.httpStatus ?? "no answer"}`).join(", ")})`
+          : ""
+      }`,
+    ];
+    if (entry.status === "waiting") return [...lines, "waiting for the vendor's result"];
+    return [...lines, ...describeEnd(entry)];
+  },
+};
