@@ -2,10 +2,12 @@ import type { FeatureModule } from "../platform/app-types.js";
 import { attributesModule } from "./attributes/index.js";
 import { authModule } from "./auth/index.js";
 import { casesModule } from "./cases/index.js";
+import { consoleModule } from "./console/index.js";
 import { engineModule } from "./engine/index.js";
 import { rfiModule } from "./rfi/index.js";
 import { tagsModule } from "./tags/index.js";
 import { tenantsModule } from "./tenants/index.js";
+import { usersModule } from "./users/index.js";
 import { webhooksModule } from "./webhooks/index.js";
 import { workflowsModule } from "./workflows/index.js";
 
@@ -20,4 +22,6 @@ export const featureModules: readonly FeatureModule[] = [
   authModule,
   workflowsModule,
   webhooksModule,
+  usersModule,
+  consoleModule,
 ];

@@ -2,6 +2,7 @@ import type { FoundationTables } from "../platform/db/schema.js";
 import type { AttributesTables } from "./attributes/attributes.tables.js";
 import type { EngineTables } from "./engine/engine.tables.js";
 import type { RfiTables } from "./rfi/rfi.tables.js";
+import type { UsersTables } from "./users/users.tables.js";
 import type { WebhooksTables } from "./webhooks/webhooks.tables.js";
 import type { WorkflowsTables } from "./workflows/workflows.tables.js";
 
@@ -12,4 +13,5 @@ export interface Database
     EngineTables,
     WebhooksTables,
     RfiTables,
-    AttributesTables {}
+    AttributesTables,
+    UsersTables {}
