@@ -4,7 +4,7 @@ import type { Executor } from "../../platform/db/index.js";
 import { notifyJobs } from "../../platform/jobs.js";
 import { DEFAULT_WEBHOOK_KEY, deliveryJob, serializeBody } from "../webhooks/delivery-queue.js";
 
-/** The event types of the spec's Events section. */
+/** The event types of the spec's Events section, and `webhook.test` (a console's "send a test event"). */
 export const EVENT_TYPES = [
   "case.decided",
   "case.pending_review",
@@ -13,6 +13,7 @@ export const EVENT_TYPES = [
   "node.notification",
   "case.rfi_requested",
   "case.rfi_answered",
+  "webhook.test",
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
