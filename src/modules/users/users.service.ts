@@ -108,7 +108,7 @@ export async function createUser(
         actor: by,
         action: "user.create",
         target: `user:${created.id}`,
-        after: toUserView(created),
+        after: { name: created.name, email: created.email, role: created.role },
       });
       return created;
     });
@@ -152,7 +152,7 @@ export async function removeUser(
       actor: by,
       action: "user.delete",
       target: `user:${userId}`,
-      before: toUserView(row),
+      before: { name: row.name, email: row.email, role: row.role },
     });
   });
 }

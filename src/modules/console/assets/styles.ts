@@ -32,7 +32,7 @@ pre { background: #f0f2f5; border: 1px solid var(--line); border-radius: var(--r
 .product { font-weight: 700; letter-spacing: .01em; color: var(--brand-ink); text-decoration: none; }
 .product small { font-weight: 400; opacity: .8; margin-left: .35rem; }
 .nav { display: flex; flex-wrap: wrap; gap: .25rem; flex: 1; }
-.nav a { color: var(--brand-ink); text-decoration: none; padding: .35rem .7rem; border-radius: var(--radius); opacity: .85; }
+.nav a { color: var(--brand-ink); text-decoration: none; padding: .35rem .7rem; border-radius: var(--radius); opacity: .85; white-space: nowrap; }
 .nav a:hover { background: rgba(255,255,255,.12); opacity: 1; }
 .nav a[aria-current="page"] { background: rgba(255,255,255,.2); opacity: 1; font-weight: 600; }
 .who { display: flex; align-items: center; gap: .6rem; font-size: .9rem; }
@@ -44,7 +44,7 @@ main { max-width: 1440px; margin: 0 auto; padding: 1.25rem 1rem 3rem; }
 .page-head p { margin: 0; color: var(--muted); }
 .panel { background: var(--panel); border: 1px solid var(--line); border-radius: var(--radius); box-shadow: var(--shadow); padding: 1rem; margin-bottom: 1rem; min-width: 0; }
 .panel > h2:first-child { margin-top: 0; }
-.grid { display: grid; gap: 1rem; grid-template-columns: minmax(0, 1fr); }
+.grid { display: grid; gap: 1rem; grid-template-columns: minmax(0, 1fr); align-items: start; }
 @media (min-width: 1024px) { .grid-case { grid-template-columns: minmax(0, 2fr) minmax(320px, 1fr); } }
 .muted { color: var(--muted); }
 .small { font-size: .85rem; }
@@ -84,9 +84,9 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 form.stack { display: grid; gap: .75rem; }
 .filters { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-end; margin-bottom: 1rem; }
-.field { display: grid; gap: .25rem; min-width: 0; }
-.field > span, label.field { font-size: .85rem; font-weight: 600; color: var(--ink); }
-.hint { font-size: .8rem; color: var(--muted); font-weight: 400; }
+label.field { display: block; min-width: 0; font-size: .85rem; font-weight: 600; color: var(--ink); }
+label.field > input, label.field > select, label.field > textarea { display: block; margin-top: .3rem; font-weight: 400; }
+.hint { font-size: .8rem; color: var(--muted); font-weight: 400; margin-left: .25rem; }
 input[type=text], input[type=email], input[type=password], input[type=url], input[type=number], input[type=datetime-local], select, textarea {
   font: inherit; color: inherit; padding: .45rem .6rem; border: 1px solid #b9c1cc; border-radius: var(--radius); background: #fff; width: 100%; min-height: 2.3rem;
 }
@@ -103,6 +103,7 @@ button:hover, .button:hover { background: #f1f3f6; }
 .danger:hover { background: var(--red-bg); }
 .actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
 .actions form { margin: 0; }
+td > .actions, td > form.actions { flex-wrap: nowrap; }
 .pager { display: flex; gap: .5rem; justify-content: space-between; align-items: center; margin-top: .75rem; flex-wrap: wrap; }
 
 .trace { list-style: none; margin: 0; padding: 0; counter-reset: step; }
@@ -129,7 +130,11 @@ details[open] > summary { margin-bottom: .5rem; }
 kbd { border: 1px solid #b9c1cc; border-bottom-width: 2px; border-radius: 4px; padding: 0 .3rem; font-size: .8rem; background: #fff; }
 @media (max-width: 640px) {
   main { padding: 1rem .6rem 2rem; }
-  .filters .field { width: 100%; }
+  .topbar-inner { gap: .4rem 1rem; }
+  .nav { order: 3; flex-basis: 100%; }
+  .who { margin-left: auto; }
+  .filters .field { width: calc(50% - .4rem); }
+  .filters .actions { width: 100%; }
   .hide-narrow { display: none; }
   th, td { padding: .5rem; }
   .answer-row { grid-template-columns: minmax(0, 1fr); }

@@ -25,11 +25,16 @@ const ACTIONS: Record<string, string> = {
   "user.password_set": "Set their password",
 };
 
-function Target({ target }: { target: string }) {
+function Target({ target, names }: { target: string; names: ReadonlyMap<string, string> }) {
   const [kind, id] = target.split(/:(.*)/s);
   if (kind === "case" && id)
     return <a href={`/console/cases/${id}`} class="mono">{`case ${id.slice(0, 8)}`}</a>;
-  return <span class="mono">{target}</span>;
+  const name =
+    kind === "user" ? names.get(`analyst:${id}`) : kind === "apikey" ? names.get(target) : undefined;
+  if (name) return <span title={target}>{name}</span>;
+  return (
+    <span class="mono">{kind === "user" || kind === "rfi" ? `${kind} ${id?.slice(0, 8)}` : target}</span>
+  );
 }
 
 export function AuditPageView({
@@ -75,14 +80,14 @@ export function AuditPageView({
               {rows.map((r) => (
                 <tr>
                   <td>
-                    <Time iso={r.at.toISOString()} />
+                    <Time iso={r.at.toISOString()} seconds />
                   </td>
                   <td>
                     <ActorName actor={r.actor} names={names} />
                   </td>
                   <td>{ACTIONS[r.action] ?? r.action}</td>
                   <td>
-                    <Target target={r.target} />
+                    <Target target={r.target} names={names} />
                   </td>
                   <td class="small">
                     {r.before === null ? <span class="muted">—</span> : <Fields value={r.before} />}

@@ -33,9 +33,9 @@ export function Badge({ value, text }: { value: string; text?: string }) {
   return <span class={`badge badge-${STATUS_TONE[value] ?? "grey"}`}>{text ?? label(value)}</span>;
 }
 
-export function formatTime(iso: string | null | undefined): string {
+export function formatTime(iso: string | null | undefined, seconds = false): string {
   if (!iso) return "—";
-  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+  return `${iso.slice(0, 10)} ${iso.slice(11, seconds ? 19 : 16)} UTC`;
 }
 
 export function age(iso: string, now = Date.now()): string {
@@ -46,9 +46,9 @@ export function age(iso: string, now = Date.now()): string {
   return `${Math.floor(hours / 24)} d`;
 }
 
-export function Time({ iso }: { iso: string | null | undefined }) {
+export function Time({ iso, seconds }: { iso: string | null | undefined; seconds?: boolean }) {
   if (!iso) return <span class="muted">—</span>;
-  return <time datetime={iso}>{formatTime(iso)}</time>;
+  return <time datetime={iso}>{formatTime(iso, seconds)}</time>;
 }
 
 /** `analyst:<userId>` shown as the user's name where it is known. */
