@@ -28,8 +28,8 @@ export interface QueueRow {
 }
 
 /**
- * One page of the queue, oldest first, after the keyset position `after`. The partial index
- * `cases_review_queue (tenant_id, status, created_at, id) WHERE NOT dry_run` serves it.
+ * One page of the queue, oldest first, after the keyset position `after`. The index
+ * `cases_tenant_status (tenant_id, status, created_at DESC, id DESC)`, read backwards, serves it.
  */
 export function listQueue(
   db: Executor,
