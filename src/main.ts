@@ -139,6 +139,7 @@ export function buildProgram(io: CliIo): Command {
       return new OperatorClient(url, token, io.fetch);
     },
     print: (value) => io.stdout(`${JSON.stringify(value, null, 2)}\n`),
+    write: (lines) => io.stdout(lines.map((line) => `${line}\n`).join("")),
     note: (message) => io.stderr(`${message}\n`),
   };
   for (const module of featureModules) module.cli?.(program, cli);

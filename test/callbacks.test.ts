@@ -104,6 +104,7 @@ describe("external_callback nodes", () => {
       ),
       expiresAt: expect.any(String),
       payload: { firstName: "Ada", level: "basic" },
+      timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
     });
     const expiresIn = new Date(p.dispatch.expiresAt as string).getTime() - Date.now();
     expect(expiresIn).toBeGreaterThan(3500_000);

@@ -10,6 +10,7 @@ import {
   amountScreen,
   createWorkflow,
   kycSubject,
+  riskScore,
   transactionSubject,
   waitForCase,
 } from "./support/workflows.js";
@@ -120,7 +121,7 @@ describe.skipIf(!hasChromium)("the console in Chromium", () => {
     fs.mkdirSync(SHOTS, { recursive: true });
     tenantId = await createTenant(h.app, "Northwind Bank");
     partner = await createKey(h.app, tenantId);
-    await createWorkflow(h.app, tenantId, "payment-screening", amountScreen);
+    await createWorkflow(h.app, tenantId, "payment-screening", riskScore);
     await createWorkflow(h.app, tenantId, "kyc-onboarding", amountScreen);
     await enableTags(h.app, tenantId, "vip", "fraud-ring", "pep");
     await submit("Transaction", "Payment 4471 to Aurora Ltd", 18_500, ["vip"]);

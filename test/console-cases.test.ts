@@ -3,7 +3,13 @@ import { createTestApp, type TestApp } from "./support/app.js";
 import { ConsoleClient, signedIn } from "./support/console.js";
 import { createPartner, createStoredCase, enableTags, type Partner } from "./support/fixtures.js";
 import { raiseRfi } from "./support/rfi.js";
-import { amountScreen, createWorkflow, transactionSubject, waitForCase } from "./support/workflows.js";
+import {
+  amountScreen,
+  createWorkflow,
+  riskScore,
+  transactionSubject,
+  waitForCase,
+} from "./support/workflows.js";
 
 let h: TestApp;
 
@@ -110,9 +116,34 @@ describe("the case page", () => {
     expect(page.body).toContain("high amount");
     expect(page.body).toMatch(/<strong class="mono">screen<\/strong>/);
     expect(page.body).toMatch(/<strong class="mono">review<\/strong>/);
+    expect(page.body).toContain("<li>rule 1 (payload.amount > 1000) held: went on to review</li>");
     expect(page.body).toContain("transaction.amount");
     expect(page.headers["content-security-policy"]).toContain("script-src 'self'");
     expect(page.headers["x-frame-options"]).toBe("DENY");
+  });
+
+  it("tells a score node's path: each rule that held with its points, the score and the band", async () => {
+    const partner = await createPartner(h.app);
+    await createWorkflow(h.app, partner.tenantId, "risk", riskScore);
+    const res = await h.app.inject({
+      method: "POST",
+      url: "/cases",
+      headers: partner.headers,
+      payload: {
+        workflowId: "risk",
+        type: "Transaction",
+        eventTimestamp: new Date().toISOString(),
+        payload: { amount: 25_000, country: "GB" },
+        subject: transactionSubject,
+      },
+    });
+    await waitForCase(h.app, partner.headers, res.json().caseId);
+    const { browser } = await signedIn(h.app, partner.tenantId, "viewer");
+    const page = await browser.get(`/console/cases/${res.json().caseId}`);
+    expect(page.body).toContain("<li>rule 1 (payload.amount > 10000) held: +40 points</li>");
+    expect(page.body).toContain("<li>rule 2 (payload.amount > 1000) held: +20 points</li>");
+    expect(page.body).toContain("<li>score 65</li>");
+    expect(page.body).toMatch(/<li>band 2 \(minScore 20\): decided in_review<\/li>/);
   });
 
   it("escapes what partners sent: markup in a subject is text", async () => {

@@ -12,13 +12,19 @@ import { ADMIN_TOKEN, testConfig } from "./support/app.js";
 import { type Child, runTs } from "./support/children/process.js";
 import { createServerDatabase, SERVER_URL } from "./support/db.js";
 import { createPartner } from "./support/fixtures.js";
+import { registerProbeNode } from "./support/probe-node.js";
 import { createWorkflow, kycSubject } from "./support/workflows.js";
+
+registerProbeNode();
 
 const CASES = 40;
 const CHAIN = 10;
-const STEPS_PER_CASE = CHAIN + 1;
+const STEPS_PER_CASE = CHAIN + 2;
 
-/** Ten rules nodes in a row, then a decision: eleven steps per case. */
+/**
+ * Five rules nodes, a node that calls outside the service (its own step, outside the case lock),
+ * five more rules nodes, then a decision: twelve steps per case, in two transactions.
+ */
 const longFlow: WorkflowDefinition = {
   inputSchema: { type: "object" },
   start: "n0",
@@ -27,8 +33,9 @@ const longFlow: WorkflowDefinition = {
       id: `n${i}`,
       type: "rules" as const,
       rules: [{ when: `payload.n > ${1000 + i}`, next: "done" }],
-      default: i === CHAIN - 1 ? "done" : `n${i + 1}`,
+      default: i === CHAIN - 1 ? "done" : i === CHAIN / 2 - 1 ? "call" : `n${i + 1}`,
     })),
+    { id: "call", type: "probe", next: `n${CHAIN / 2}` },
     { id: "done", type: "decision", decision: "approved", output: { visited: `size(nodes)` } },
   ],
 };

@@ -259,6 +259,7 @@ describe("notify nodes", () => {
       nodeId: "tell",
       webhookKey: "ops",
       output: { applicant: "Ada", amount: 42 },
+      timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
     });
     const plain = notifications.find((e) => e.payload.nodeId === "quiet");
     expect(plain?.payload).not.toHaveProperty("payloadType");
@@ -288,7 +289,7 @@ describe("failures", () => {
     expect(record.status).toBe("failed");
     expect(record.error).toMatchObject({ nodeId: "check", message: expect.stringMatching(/check/) });
     expect(record.result.decision).toBeNull();
-    expect(await eventsOf(h.ctx, record.caseId)).toEqual([]);
+    expect((await eventsOf(h.ctx, record.caseId)).map((e) => e.event_type)).toEqual(["case.failed"]);
     const [step] = await stepsOf(record.caseId);
     expect(step?.status).toBe("failed");
   });
@@ -316,7 +317,9 @@ describe("failures", () => {
     expect(record.error.message).toMatch(/ask/);
     expect(record.error.message).not.toMatch(/not an address/);
     expect(record.informationRequests).toEqual([]);
-    expect(await eventsOf(h.ctx, record.caseId)).toEqual([]);
+    const events = await eventsOf(h.ctx, record.caseId);
+    expect(events.map((e) => e.event_type)).toEqual(["case.failed"]);
+    expect(JSON.stringify(events)).not.toMatch(/not an address/);
   });
 
   it("raises a request without waiting and goes on when the node does not await a response", async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emitEvent, type NewEvent } from "../src/modules/events/events.js";
 import { createTestApp, type TestApp } from "./support/app.js";
-import { createStoredCase, createTenant } from "./support/fixtures.js";
+import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
+import { configureWebhook } from "./support/receiver.js";
 
 let h: TestApp;
 beforeAll(async () => {
@@ -63,6 +64,7 @@ async function rowsOf(caseId: string) {
 describe("emitEvent", () => {
   it("writes the event, its delivery with the body serialized once, and the delivery job when the transaction commits", async () => {
     const { tenantId, caseId } = await newCase();
+    await configureWebhook(h.app, adminHeaders, tenantId, { url: "https://hooks.example.test/rfi" }, "rfi");
     const event = rfiRequested(tenantId, caseId, "rfi");
     const eventId = await h.ctx.db.transaction((tx) => emitEvent(tx, event));
     const { events, deliveries, jobs } = await rowsOf(caseId);
@@ -95,6 +97,24 @@ describe("emitEvent", () => {
       failed_at: null,
     });
     expect(jobs[0]?.run_at.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+  });
+
+  it("records an event whose configuration does not exist as a failed delivery naming it, with no job", async () => {
+    const { tenantId, caseId } = await newCase();
+    await h.ctx.db.transaction((tx) => emitEvent(tx, rfiRequested(tenantId, caseId, "nowhere")));
+    const { events, deliveries, jobs } = await rowsOf(caseId);
+    expect(events).toHaveLength(1);
+    expect(deliveries).toEqual([
+      expect.objectContaining({
+        webhook_key: "nowhere",
+        status: "failed",
+        attempt_count: 0,
+        last_error: 'no webhook configuration "nowhere" exists for this tenant',
+        next_attempt_at: null,
+      }),
+    ]);
+    expect(deliveries[0]?.completed_at).toBeInstanceOf(Date);
+    expect(jobs).toEqual([]);
   });
 
   it("routes an event without a webhook key to the default configuration", async () => {

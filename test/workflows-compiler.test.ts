@@ -1,5 +1,12 @@
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DecisionNode } from "../src/modules/engine/nodes/decision.node.js";
+import type { ExternalCallbackNode } from "../src/modules/engine/nodes/external-callback.node.js";
+import type { NotifyNode } from "../src/modules/engine/nodes/notify.node.js";
+import type { UnavailableProviderNode } from "../src/modules/engine/nodes/provider-unavailable.node.js";
+import type { RulesNode } from "../src/modules/engine/nodes/rules.node.js";
+import type { ScoreNode } from "../src/modules/engine/nodes/score.node.js";
+import type { InformationRequestNode } from "../src/modules/rfi/information-request.node.js";
 import {
   type CompiledNode,
   type CompiledWorkflow,
@@ -52,10 +59,21 @@ function vars(
   };
 }
 
-function node<T extends CompiledNode["type"]>(wf: CompiledWorkflow, id: string, type: T) {
-  const n = wf.nodes.get(id);
+/** The compiled form of each node type, as its node type module declares it. */
+interface CompiledNodes {
+  rules: RulesNode;
+  decision: DecisionNode;
+  score: ScoreNode;
+  notify: NotifyNode;
+  external_callback: ExternalCallbackNode;
+  information_request: InformationRequestNode;
+  provider: UnavailableProviderNode;
+}
+
+function node<T extends keyof CompiledNodes>(wf: CompiledWorkflow, id: string, type: T): CompiledNodes[T] {
+  const n: CompiledNode | undefined = wf.nodes.get(id);
   if (n?.type !== type) throw new Error(`node ${id} is not a ${type} node`);
-  return n as Extract<CompiledNode, { type: T }>;
+  return n as unknown as CompiledNodes[T];
 }
 
 /** One decision node whose output holds the given expressions, plus conditions to test. */

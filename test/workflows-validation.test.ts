@@ -414,10 +414,10 @@ const cases: Array<[string, (d: Json) => void, { path: string; message: string |
   ],
   [
     "a node id that is not an identifier",
-    (d) => (d.nodes[6].id = "in-review"),
+    (d) => (d.nodes[6].id = "in review"),
     {
       path: "nodes[6].id",
-      message: "must be 1 to 64 letters, digits or underscores, not starting with a digit",
+      message: "must be 1 to 64 letters, digits, '_' or '-', starting with a letter or '_'",
     },
   ],
   [

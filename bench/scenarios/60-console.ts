@@ -41,7 +41,8 @@ async function form(url: string, cookies: Cookies, values: Record<string, string
  */
 const scenario: Scenario = {
   name: "console",
-  description: "console queue and case pages (one connection) for a tenant of 100,000 cases, against GET /health",
+  description:
+    "console queue and case pages (one connection) for a tenant of 100,000 cases, against GET /health",
   async run(ctx) {
     const server = await ctx.startServer();
     const partner = await server.partner({ scopes: ["cases:read"], tags: ["vip", "fraud-ring"] });
@@ -63,7 +64,9 @@ const scenario: Scenario = {
       confirm: password,
     });
     if (set.status !== 303) throw new Error(`setting the password answered ${set.status}`);
-    const signInPage = await fetch(`${server.url}/console/sign-in`, { headers: { cookie: cookies.header() } });
+    const signInPage = await fetch(`${server.url}/console/sign-in`, {
+      headers: { cookie: cookies.header() },
+    });
     cookies.take(signInPage);
     const signedIn = await form(`${server.url}/console/sign-in`, cookies, {
       _csrf: csrfOf(await signInPage.text()),
@@ -99,7 +102,9 @@ const scenario: Scenario = {
       await sql`
         INSERT INTO case_tags (tenant_id, case_id, tag, created_by)
         SELECT tenant_id, id, 'vip', 'bench' FROM cases
-        WHERE tenant_id = ${partner.tenantId}::uuid AND (request_id LIKE '%3' OR request_id LIKE '%7')`.execute(db.root);
+        WHERE tenant_id = ${partner.tenantId}::uuid AND (request_id LIKE '%3' OR request_id LIKE '%7')`.execute(
+        db.root,
+      );
       await sql`
         INSERT INTO case_tags (tenant_id, case_id, tag, created_by)
         SELECT tenant_id, id, 'fraud-ring', 'bench' FROM cases

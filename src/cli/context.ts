@@ -5,6 +5,8 @@ export interface CliContext {
   client(): OperatorClient;
   /** Prints a result (pretty JSON on stdout). */
   print(value: unknown): void;
+  /** Prints a result for a human to read, line by line, on stdout. */
+  write(lines: string[]): void;
   /** Prints a remark for a human on stderr. */
   note(message: string): void;
 }

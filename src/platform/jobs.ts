@@ -79,6 +79,11 @@ interface HandlerBase {
   kind: string;
   /** Delay before the next attempt after `attempt` failed. Default: 1 s doubling, capped at 1 h. */
   backoffMs?: (attempt: number) => number;
+  /**
+   * Runs in the transaction that marks the job failed for good (its attempts used up, or a
+   * permanent error), so that what the job was for gets an outcome even then.
+   */
+  onGiveUp?(job: ClaimedJob, error: string, tx: Tx): Promise<void>;
 }
 
 /**
@@ -183,6 +188,16 @@ export async function enqueue(executor: Executor, ...specs: JobSpec<unknown>[]):
     .select(notifyJobs.as("notified"))
     .where("locked_by", "is", null)
     .execute();
+}
+
+/**
+ * Deletes a job in the caller's transaction: a plain handler that applies its result in a
+ * transaction of its own deletes its job there, so that a rerun after a crash finds nothing to
+ * do. False when the job is gone already.
+ */
+export async function deleteJob(tx: Executor, id: number): Promise<boolean> {
+  const result = await tx.deleteFrom("jobs").where("id", "=", id).executeTakeFirst();
+  return result.numDeletedRows > 0n;
 }
 
 export interface WorkerOptions {
@@ -430,6 +445,7 @@ export class JobWorker {
         await this.#fail(
           toClaimedJob(row),
           new PermanentJobError(`lease expired on every one of ${row.max_attempts} attempts`),
+          this.#handlers.get(row.kind),
         );
     }
     const first = unit[0];
@@ -541,14 +557,32 @@ export class JobWorker {
         permanent || job.attempt >= job.maxAttempts ? "job failed for good" : "job failed; will retry",
       );
     }
-    await sql`
-      UPDATE jobs
-      SET locked_by = NULL, locked_at = NULL,
-          attempts = attempts - ${reschedule ? 1 : 0},
-          last_error = ${reschedule ? null : message.slice(0, 2000)},
-          run_at = now() + make_interval(secs => ${delayMs / 1000}),
-          failed_at = CASE WHEN ${permanent} OR (${!reschedule} AND attempts >= max_attempts) THEN now() END
-      WHERE id = ${job.id} AND locked_by = ${this.id} AND attempts = ${job.attempt}`.execute(this.db.root);
+    const update = (executor: Executor) =>
+      sql<{ failed: boolean }>`
+        UPDATE jobs
+        SET locked_by = NULL, locked_at = NULL,
+            attempts = attempts - ${reschedule ? 1 : 0},
+            last_error = ${reschedule ? null : message.slice(0, 2000)},
+            run_at = now() + make_interval(secs => ${delayMs / 1000}),
+            failed_at = CASE WHEN ${permanent} OR (${!reschedule} AND attempts >= max_attempts) THEN now() END
+        WHERE id = ${job.id} AND locked_by = ${this.id} AND attempts = ${job.attempt}
+        RETURNING failed_at IS NOT NULL AS failed`.execute(executor);
+    const giveUp = handler?.onGiveUp;
+    if (!giveUp || reschedule || !(permanent || job.attempt >= job.maxAttempts)) {
+      await update(this.db.root);
+      return;
+    }
+    await this.db
+      .transaction(async (tx) => {
+        const { rows } = await update(tx);
+        if (rows[0]?.failed) await giveUp.call(handler, job, message, tx);
+      })
+      .catch((hookErr) =>
+        this.options.logger.error(
+          { err: hookErr, jobId: job.id, kind: job.kind },
+          "giving up on a job failed",
+        ),
+      );
   }
 
   #renewLeases(): void {

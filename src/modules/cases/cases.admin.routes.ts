@@ -2,12 +2,42 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { DECISION_VALUES } from "./case-status.js";
-import { closeCase, overrideDecision } from "./cases.admin.service.js";
-import { CaseRecord, CaseSubmission } from "./cases.schemas.js";
+import {
+  closeCase,
+  getCaseAsOperator,
+  listCasesAsOperator,
+  overrideDecision,
+} from "./cases.admin.service.js";
+import {
+  AdminCaseListQuery,
+  AdminCaseRecord,
+  AdminCaseSummary,
+  CaseRecord,
+  CaseSubmission,
+} from "./cases.schemas.js";
 import { type CaseSubmissionInput, dryRunCase } from "./cases.service.js";
 
 const Actor = Type.String({ minLength: 1, maxLength: 200, description: "The analyst's user id" });
-const { workflowId: _w, workflowVersion: _v, ...dryRunFields } = CaseSubmission.properties;
+
+/** A whole case submission; the path names the workflow and version, so those fields are ignored. */
+const DryRunSubmission = Type.Object(
+  {
+    ...CaseSubmission.properties,
+    workflowId: Type.Optional(Type.Unknown({ description: "Ignored: the path names the workflow" })),
+    workflowVersion: Type.Optional(Type.Unknown({ description: "Ignored: the path names the version" })),
+    idempotencyKey: Type.Optional(Type.Unknown({ description: "Ignored: every dry run is a new case" })),
+  },
+  { additionalProperties: false },
+);
+
+const ErrorBody = Type.Object(
+  {
+    error: Type.String(),
+    code: Type.Optional(Type.String()),
+    details: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
+  },
+  { additionalProperties: true },
+);
 
 export function casesAdminRoutes(app: App, ctx: AppContext): void {
   app.post(
@@ -54,22 +84,85 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
       schema: {
         tags: ["operator: workflows"],
         summary: "Run a case submission on a version, published or not; the case carries dryRun: true",
+        description:
+          "Takes a whole case submission (its `workflowId`, `workflowVersion` and `idempotencyKey` are " +
+          "ignored). 201 with the case and its trace; with `?wait=true` the answer comes once the case " +
+          "has left `received` and `running` (at most 30 s), so the trace shows the whole run. Its " +
+          "events are recorded, never delivered. 400 lists every invalid field; 401 without the " +
+          "operator token; 404 for an unknown tenant, workflow or version.",
+        operationId: "dryRunWorkflowVersion",
         params: Type.Object({
           tenantId: Type.String(),
           workflowId: Type.String(),
           version: Type.Integer({ minimum: 1 }),
         }),
-        body: Type.Object(dryRunFields, { additionalProperties: false }),
-        response: { 201: CaseRecord },
+        querystring: Type.Object(
+          { wait: Type.Optional(Type.Boolean({ default: false })) },
+          { additionalProperties: false },
+        ),
+        body: DryRunSubmission,
+        response: { 201: AdminCaseRecord, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
       },
     },
     async (request, reply) => {
       const { tenantId, workflowId, version } = request.params;
-      const { tenantId: _ignored, idempotencyKey: _none, ...input } = request.body;
+      const {
+        tenantId: _ignored,
+        idempotencyKey: _none,
+        workflowId: _w,
+        workflowVersion: _v,
+        ...input
+      } = request.body;
       const submission = input as Omit<CaseSubmissionInput, "workflowId" | "workflowVersion">;
+      const wait = request.query.wait === true;
       return reply
         .status(201)
-        .send(await dryRunCase(ctx, tenantId, workflowId, version, submission, request.id));
+        .send(await dryRunCase(ctx, tenantId, workflowId, version, submission, request.id, { wait }));
     },
+  );
+
+  app.get(
+    "/admin/cases",
+    {
+      config: { admin: true },
+      schema: {
+        tags: ["operator: cases"],
+        summary: "List cases across tenants, or one tenant's, newest first",
+        description:
+          "The filters of `GET /cases`, plus `tenantId` and `dryRun` (dry-run cases are left out unless " +
+          "`dryRun=true`, which lists only them). Keyset-paged: pass `nextCursor` back as `cursor`. " +
+          "400 for a bad parameter or cursor; 401 without the operator token.",
+        operationId: "listCasesAsOperator",
+        querystring: AdminCaseListQuery,
+        response: {
+          200: Type.Object({
+            cases: Type.Array(AdminCaseSummary),
+            nextCursor: Type.Union([Type.String(), Type.Null()]),
+          }),
+          400: ErrorBody,
+          401: ErrorBody,
+        },
+      },
+    },
+    async (request) => listCasesAsOperator(ctx, request.query),
+  );
+
+  app.get(
+    "/admin/cases/:caseId",
+    {
+      config: { admin: true },
+      schema: {
+        tags: ["operator: cases"],
+        summary: "Read a case with its tenant and the trace of its workflow run",
+        description:
+          "The record of `GET /cases/{caseId}` plus `tenantId` and `trace`: every node the case went " +
+          "through, in order, with why it went where it went. 401 without the operator token; 404 for " +
+          "an unknown case.",
+        operationId: "getCaseAsOperator",
+        params: Type.Object({ caseId: Type.String() }),
+        response: { 200: AdminCaseRecord, 401: ErrorBody, 404: ErrorBody },
+      },
+    },
+    async (request) => getCaseAsOperator(ctx, request.params.caseId),
   );
 }

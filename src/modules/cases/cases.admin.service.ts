@@ -4,8 +4,17 @@ import { decisionEvent } from "../engine/engine.events.js";
 import { resolveOpenWaitsOfCase } from "../engine/engine.repo.js";
 import { emitEvent } from "../events/events.js";
 import { type CaseStatus, type DecisionEntry, type DecisionValue, isTerminal } from "./case-status.js";
-import { findCaseAnyTenant, updateCase } from "./cases.repo.js";
-import { type CaseRecordView, caseRecord } from "./cases.service.js";
+import { findCaseAnyTenant, listCasesForOperator, updateCase } from "./cases.repo.js";
+import {
+  type AdminCaseRecordView,
+  adminCaseRecord,
+  type CaseListQuery,
+  type CaseRecordView,
+  caseRecord,
+  caseSummary,
+  pageOf,
+  parseListQuery,
+} from "./cases.service.js";
 
 /**
  * An analyst's override: a new current decision appended to the history, `workflow_result`
@@ -64,4 +73,25 @@ export async function closeCase(
     const updated = await findCaseAnyTenant(tx, caseId);
     return caseRecord(tx, updated ?? row);
   });
+}
+
+/** `GET /admin/cases`: across tenants or for one, newest first, keyset-paged. */
+export async function listCasesAsOperator(
+  ctx: AppContext,
+  query: CaseListQuery & { tenantId?: string; dryRun?: boolean },
+) {
+  const { tenantId, dryRun, ...rest } = query;
+  const { filters, limit, after } = parseListQuery(rest);
+  const rows = await listCasesForOperator(ctx.db.root, tenantId, { ...filters, dryRun }, limit + 1, after);
+  return pageOf(rows, limit, (row) => {
+    const { caseId, ...summary } = caseSummary(row);
+    return { caseId, tenantId: row.tenant_id, ...summary };
+  });
+}
+
+/** `GET /admin/cases/{caseId}`: the case record with its tenant and trace. */
+export async function getCaseAsOperator(ctx: AppContext, caseId: string): Promise<AdminCaseRecordView> {
+  const row = await findCaseAnyTenant(ctx.db.root, caseId);
+  if (!row) throw notFound("case");
+  return adminCaseRecord(ctx.db.root, row);
 }

@@ -194,7 +194,33 @@ export function listCases(
   limit: number,
   after: { createdAt: Date; id: string } | undefined,
 ): Promise<CaseRow[]> {
-  let query = db.selectFrom("cases").selectAll().where("tenant_id", "=", tenantId);
+  return pageOfCases(db, tenantId, filters, limit, after);
+}
+
+/**
+ * A page of cases across tenants (`tenantId` undefined) or of one, for the operator API, newest
+ * first; dry-run cases only with `dryRun: true`.
+ */
+export function listCasesForOperator(
+  db: Executor,
+  tenantId: string | undefined,
+  filters: CaseFilters & { dryRun?: boolean },
+  limit: number,
+  after: { createdAt: Date; id: string } | undefined,
+): Promise<CaseRow[]> {
+  return pageOfCases(db, tenantId, { ...filters, dryRun: filters.dryRun === true }, limit, after);
+}
+
+function pageOfCases(
+  db: Executor,
+  tenantId: string | undefined,
+  filters: CaseFilters & { dryRun?: boolean },
+  limit: number,
+  after: { createdAt: Date; id: string } | undefined,
+): Promise<CaseRow[]> {
+  let query = db.selectFrom("cases").selectAll();
+  if (tenantId !== undefined) query = query.where("tenant_id", "=", tenantId);
+  if (filters.dryRun !== undefined) query = query.where("dry_run", "=", filters.dryRun);
   if (filters.status) query = query.where("status", "=", filters.status);
   if (filters.type) query = query.where("type", "=", filters.type);
   if (filters.workflowId) query = query.where("workflow_id", "=", filters.workflowId);
@@ -210,7 +236,7 @@ export function listCases(
         selectFrom("case_tags")
           .select("case_tags.id")
           .whereRef("case_tags.case_id", "=", "cases.id")
-          .where("case_tags.tenant_id", "=", tenantId)
+          .whereRef("case_tags.tenant_id", "=", "cases.tenant_id")
           .where("case_tags.tag", "=", tag),
       ),
     );

@@ -207,3 +207,49 @@ export const CaseListQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/** One entry of a case's trace (contract section 4): per node type, more facts beside these. */
+export const TraceEntry = Type.Object(
+  {
+    seq: Type.Integer({ minimum: 1 }),
+    nodeId: Type.String(),
+    nodeType: Type.String(),
+    status: Type.Union([Type.Literal("completed"), Type.Literal("waiting"), Type.Literal("failed")]),
+    startedAt: Type.String({ format: "date-time" }),
+    finishedAt: Nullable(Type.String({ format: "date-time" })),
+    output: Type.Unknown(),
+    next: Nullable(Type.String()),
+    error: Type.Optional(Type.Object({ message: Type.String() })),
+  },
+  {
+    additionalProperties: true,
+    description:
+      "Why the node went where it went, by node type: `rules` and `decision`: `matched` (the index " +
+      'of the first rule or case that held, or "default"); `score`: `score`, `contributions` ' +
+      "(`[{index, points}]` for every rule that held) and `band` (the index of the band that decided); " +
+      "`provider`: `brokerId` and the vendor calls made.",
+  },
+);
+
+/** The case record of `GET /cases/{caseId}`, for operators: with its tenant and its trace. */
+export const AdminCaseRecord = Type.Object({
+  ...CaseRecord.properties,
+  tenantId: Type.String({ format: "uuid" }),
+  trace: Type.Array(TraceEntry),
+});
+
+export const AdminCaseSummary = Type.Object({
+  ...CaseSummary.properties,
+  tenantId: Type.String({ format: "uuid" }),
+});
+
+export const AdminCaseListQuery = Type.Object(
+  {
+    ...CaseListQuery.properties,
+    tenantId: Type.Optional(Type.String({ format: "uuid", description: "Only this tenant's cases" })),
+    dryRun: Type.Optional(
+      Type.Boolean({ description: "true: only dry-run cases; absent or false: dry-run cases are left out" }),
+    ),
+  },
+  { additionalProperties: false },
+);

@@ -6,6 +6,7 @@ import type { Db, Executor } from "../../platform/db/index.js";
 import { AppError, badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
 import type { JobSpec } from "../../platform/jobs.js";
 import { stepJob } from "../engine/engine.service.js";
+import { caseTrace } from "../engine/index.js";
 import { listCaseInformationRequests } from "../rfi/rfi.service.js";
 import { listCaseTags } from "../tags/tags.repo.js";
 import { toTagView } from "../tags/tags.service.js";
@@ -22,7 +23,7 @@ import {
   listCases,
   type NewCase,
 } from "./cases.repo.js";
-import type { CaseRecord } from "./cases.schemas.js";
+import type { AdminCaseRecord, CaseRecord } from "./cases.schemas.js";
 import { checkSubmission, parseRfc3339 } from "./cases.validation.js";
 
 export interface CaseSubmissionInput {
@@ -150,7 +151,14 @@ export async function submitCase(
   return { created: false, body: submissionBody(winner) };
 }
 
-/** The operator's dry run: a case on the given version, published or not, marked `dryRun`. */
+/** How long a dry run with `wait` waits for its case to leave `received` and `running`. */
+export const DRY_RUN_WAIT_MS = 30_000;
+
+/**
+ * The operator's dry run: a case on the given version, published or not, marked `dryRun`. With
+ * `wait`, the answer comes once the workflow has stopped running the case (decided, waiting,
+ * failed), or after DRY_RUN_WAIT_MS, with the trace of what it did.
+ */
 export async function dryRunCase(
   ctx: AppContext,
   tenantId: string,
@@ -158,16 +166,38 @@ export async function dryRunCase(
   version: number,
   input: Omit<CaseSubmissionInput, "workflowId" | "workflowVersion">,
   requestId: string,
-): Promise<CaseRecordView> {
+  options: { wait?: boolean } = {},
+): Promise<AdminCaseRecordView> {
   await requireTenant(ctx.db.root, tenantId);
   const wf = await getCompiledWorkflow(ctx.db.root, tenantId, workflowId, version);
   if (!wf) throw notFound(`version ${version} of workflow ${workflowId}`);
   const full = { ...input, workflowId, workflowVersion: version };
   const prepared = await prepare(ctx, full, async () => wf);
   const kase = await insertAndStart(ctx, tenantId, full, prepared, requestId, true);
-  const row = kase && (await findCase(ctx.db.root, tenantId, kase.id));
-  if (!row) throw new Error("a dry-run case insert was skipped");
-  return caseRecord(ctx.db.root, row);
+  if (!kase) throw new Error("a dry-run case insert was skipped");
+  const row = options.wait
+    ? await settled(ctx, tenantId, kase.id, Date.now() + DRY_RUN_WAIT_MS)
+    : await findCase(ctx.db.root, tenantId, kase.id);
+  if (!row) throw new Error("a dry-run case vanished");
+  return adminCaseRecord(ctx.db.root, row);
+}
+
+/** The case once it is no longer `received` or `running`, or as it is at the deadline. */
+async function settled(ctx: AppContext, tenantId: string, caseId: string, deadline: number) {
+  for (;;) {
+    const row = await findCase(ctx.db.root, tenantId, caseId);
+    if (!row || !["received", "running"].includes(row.status) || Date.now() >= deadline) return row;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+export type AdminCaseRecordView = Static<typeof AdminCaseRecord>;
+
+/** The case record for operators: the partner's view, its tenant and its trace. */
+export async function adminCaseRecord(db: Executor, row: CaseRow): Promise<AdminCaseRecordView> {
+  const [record, trace] = await Promise.all([caseRecord(db, row), caseTrace(db, row.tenant_id, row.id)]);
+  const { caseId, ...rest } = record;
+  return { caseId, tenantId: row.tenant_id, ...rest, trace };
 }
 
 export type CaseRecordView = Static<typeof CaseRecord>;
@@ -210,7 +240,7 @@ export async function getCase(ctx: AppContext, tenantId: string, caseId: string)
   return caseRecord(ctx.db.root, row);
 }
 
-function caseSummary(row: CaseRow) {
+export function caseSummary(row: CaseRow) {
   return {
     caseId: row.id,
     requestId: row.request_id,
@@ -249,8 +279,12 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
   return { createdAt, id };
 }
 
-/** `GET /cases`: newest first, keyset-paged (stable while cases are added). */
-export async function listTenantCases(ctx: AppContext, tenantId: string, query: CaseListQuery) {
+/** A list query's filters, page size and keyset position; 400 naming every bad parameter. */
+export function parseListQuery(query: CaseListQuery): {
+  filters: CaseFilters;
+  limit: number;
+  after: { createdAt: Date; id: string } | undefined;
+} {
   const problems: ErrorDetail[] = [];
   const time = (name: "createdFrom" | "createdTo") => {
     const raw = query[name];
@@ -263,13 +297,19 @@ export async function listTenantCases(ctx: AppContext, tenantId: string, query: 
   const filters: CaseFilters = { ...query, createdFrom: time("createdFrom"), createdTo: time("createdTo") };
   if (problems.length > 0)
     throw badRequest(`invalid query: ${problems.map((p) => `${p.path} ${p.message}`).join("; ")}`, problems);
-  const limit = query.limit ?? 25;
-  const after = query.cursor ? decodeCursor(query.cursor) : undefined;
-  const rows = await listCases(ctx.db.root, tenantId, filters, limit + 1, after);
+  return { filters, limit: query.limit ?? 25, after: query.cursor ? decodeCursor(query.cursor) : undefined };
+}
+
+/** A page of rows fetched one beyond the limit, and the cursor of the next page (null on the last). */
+export function pageOf<T>(rows: CaseRow[], limit: number, view: (row: CaseRow) => T) {
   const page = rows.slice(0, limit);
   const last = page.at(-1);
-  return {
-    cases: page.map(caseSummary),
-    nextCursor: rows.length > limit && last ? encodeCursor(last) : null,
-  };
+  return { cases: page.map(view), nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
+}
+
+/** `GET /cases`: newest first, keyset-paged (stable while cases are added). */
+export async function listTenantCases(ctx: AppContext, tenantId: string, query: CaseListQuery) {
+  const { filters, limit, after } = parseListQuery(query);
+  const rows = await listCases(ctx.db.root, tenantId, filters, limit + 1, after);
+  return pageOf(rows, limit, caseSummary);
 }

@@ -2,27 +2,24 @@ import type { AppContext } from "../../platform/context.js";
 import { getApiKeys } from "../auth/api-keys.service.js";
 import { type CaseRecordView, getCase } from "../cases/cases.service.js";
 import { listPausedNodes, type PausedNode } from "../engine/callbacks.service.js";
-import { listSteps } from "../engine/engine.repo.js";
+import { caseTrace, describeTrace } from "../engine/index.js";
 import { getTagOptions } from "../tags/tags.service.js";
 import { getUsers } from "../users/index.js";
 import { type DeliveryView, getDeliveries } from "../webhooks/deliveries.service.js";
+import type { JsonObject } from "../workflows/node-type.js";
+import { getVersion } from "../workflows/workflows.service.js";
 
-/** One step of the path a case took through its workflow, with why it went where it went. */
+/** One step of the path a case took, with its node type's account of why it went where it went. */
 export interface TraceStep {
   seq: number;
   nodeId: string;
   nodeType: string;
   status: string;
-  startedAt: string | null;
-  finishedAt: string | null;
+  startedAt: string;
   output: unknown;
   next: string | null;
-  error?: unknown;
-  matched?: number | "default";
-  score?: number;
-  contributions?: Array<{ index: number; points: number }>;
-  band?: number;
-  brokerId?: string;
+  /** "rule 2 (payload.amount > 1000) held", "+30 points", "band 2: decided declined"… */
+  facts: string[];
 }
 
 export interface CaseScreen {
@@ -45,18 +42,23 @@ export async function actorNames(ctx: AppContext, tenantId: string): Promise<Map
   ]);
 }
 
-async function traceOf(ctx: AppContext, tenantId: string, caseId: string): Promise<TraceStep[]> {
-  const steps = await listSteps(ctx.db.root, tenantId, caseId);
-  return steps.map((s) => ({
-    seq: s.seq,
-    nodeId: s.node_id,
-    nodeType: s.node_type,
-    status: s.status,
-    startedAt: s.created_at.toISOString(),
-    finishedAt: s.finished_at?.toISOString() ?? null,
-    output: s.output,
-    next: s.next_node_id,
-    ...(s.error ? { error: s.error } : {}),
+/** The engine's trace, each step told in the words of its node type, quoting the version's rules. */
+async function traceOf(ctx: AppContext, record: CaseRecordView, tenantId: string): Promise<TraceStep[]> {
+  const [trace, version] = await Promise.all([
+    caseTrace(ctx.db.root, tenantId, record.caseId),
+    getVersion(ctx, tenantId, record.workflowId, record.workflowVersion).catch(() => undefined),
+  ]);
+  return trace.map((entry) => ({
+    seq: entry.seq,
+    nodeId: entry.nodeId,
+    nodeType: entry.nodeType,
+    status: entry.status,
+    startedAt: entry.startedAt,
+    output: entry.output,
+    next: entry.next,
+    facts: describeTrace([entry], version?.definition as JsonObject | undefined)
+      .slice(1)
+      .map((line) => line.trim()),
   }));
 }
 
@@ -64,7 +66,7 @@ async function traceOf(ctx: AppContext, tenantId: string, caseId: string): Promi
 export async function caseScreen(ctx: AppContext, tenantId: string, caseId: string): Promise<CaseScreen> {
   const record = await getCase(ctx, tenantId, caseId);
   const [trace, paused, deliveries, options, names] = await Promise.all([
-    traceOf(ctx, tenantId, caseId),
+    traceOf(ctx, record, tenantId),
     listPausedNodes(ctx, tenantId, caseId),
     getDeliveries(ctx, tenantId, { caseId, limit: 25 }),
     getTagOptions(ctx, tenantId),

@@ -3,8 +3,8 @@ import type { CaseRow } from "../cases/cases.repo.js";
 import type { NewEvent } from "../events/events.js";
 
 /**
- * The payloads of the events the engine emits, with exactly the spec's fields and key styles:
- * decision events in snake_case identity keys, dispatch and notification in camelCase.
+ * The payloads of the case events the engine emits, with exactly the spec's fields and key
+ * styles (snake_case identity keys); the node types' own events live with them (nodes/).
  * `webhookId` is added by each delivery.
  */
 export interface ResultEnvelope {
@@ -45,58 +45,24 @@ export function decisionEvent(
   };
 }
 
-export function dispatchEvent(
-  row: Pick<CaseRow, "id" | "tenant_id">,
-  input: {
-    nodeId: string;
-    webhookKey: string | undefined;
-    callbackUrl: string;
-    expiresAt: Date;
-    payload: unknown;
-  },
+/** `case.failed` (contract section 2): the workflow errored and the case ends without a decision. */
+export function caseFailedEvent(
+  row: Pick<CaseRow, "id" | "tenant_id" | "external_customer_id">,
+  error: { nodeId: string; message: string },
+  at: Date,
 ): NewEvent {
   return {
     tenantId: row.tenant_id,
     caseId: row.id,
-    type: "external_callback.dispatch",
-    webhookKey: input.webhookKey ?? null,
+    type: "case.failed",
+    webhookKey: null,
     payload: {
-      event_type: "external_callback.dispatch",
-      tenantId: row.tenant_id,
-      caseId: row.id,
-      nodeId: input.nodeId,
-      webhookKey: input.webhookKey ?? null,
-      callbackUrl: input.callbackUrl,
-      expiresAt: input.expiresAt.toISOString(),
-      payload: input.payload,
-    },
-  };
-}
-
-export function notificationEvent(
-  row: Pick<CaseRow, "id" | "tenant_id">,
-  input: {
-    nodeId: string;
-    payloadType: string | undefined;
-    tag: string | undefined;
-    webhookKey: string | undefined;
-    output: unknown;
-  },
-): NewEvent {
-  return {
-    tenantId: row.tenant_id,
-    caseId: row.id,
-    type: "node.notification",
-    webhookKey: input.webhookKey ?? null,
-    payload: {
-      event_type: "node.notification",
-      ...(input.payloadType === undefined ? {} : { payloadType: input.payloadType }),
-      ...(input.tag === undefined ? {} : { tag: input.tag }),
-      tenantId: row.tenant_id,
-      caseId: row.id,
-      nodeId: input.nodeId,
-      webhookKey: input.webhookKey ?? null,
-      output: input.output,
+      event_type: "case.failed",
+      case_id: row.id,
+      tenant_id: row.tenant_id,
+      ...(row.external_customer_id === null ? {} : { external_customer_id: row.external_customer_id }),
+      error,
+      timestamp: at.toISOString(),
     },
   };
 }

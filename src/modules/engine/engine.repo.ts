@@ -2,11 +2,12 @@ import type { QueryCreator } from "kysely";
 import { type Selectable, sql } from "kysely";
 import type { Database, Executor } from "../../platform/db/index.js";
 import { insertJobs, type JobSpec, notifyJobs } from "../../platform/jobs.js";
-import type { CaseWaitsTable } from "./engine.tables.js";
+import type { CaseStepsTable, CaseWaitsTable } from "./engine.tables.js";
 
 export type WaitRow = Selectable<CaseWaitsTable>;
-export type WaitKind = "callback" | "rfi" | "provider";
-export type WaitResolution = "callback" | "timeout" | "answered" | "expired" | "cancelled" | "closed";
+export type StepRow = Selectable<CaseStepsTable>;
+/** How a wait ended: `timeout` and `closed`, or what its node type reported (`callback`, `answered`…). */
+export type WaitResolutionKind = string;
 
 export interface NewStep {
   tenantId: string;
@@ -18,7 +19,12 @@ export interface NewStep {
   output: unknown;
   nextNodeId: string | null;
   error: Record<string, unknown> | null;
+  explain: Record<string, unknown> | null;
+  startedAt: Date;
+  finishedAt: Date | null;
 }
+
+const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 
 function stepValues(step: NewStep) {
   return {
@@ -28,10 +34,12 @@ function stepValues(step: NewStep) {
     node_id: step.nodeId,
     node_type: step.nodeType,
     status: step.status,
-    output: step.output === undefined ? null : JSON.stringify(step.output),
+    output: jsonOrNull(step.output),
     next_node_id: step.nextNodeId,
-    error: step.error === null ? null : JSON.stringify(step.error),
-    finished_at: step.status === "waiting" ? null : new Date(),
+    error: jsonOrNull(step.error),
+    explain: jsonOrNull(step.explain),
+    created_at: step.startedAt,
+    finished_at: step.finishedAt,
   };
 }
 
@@ -47,15 +55,20 @@ export interface CaseState {
   error: unknown;
 }
 
-/** What one step decided: written together with the other steps of its batch by `writeSteps`. */
-export interface StepWrite {
-  step: { mode: "insert" | "complete"; record: NewStep };
+/**
+ * What one step did to one case, written with the other cases of its batch by `writeSteps`: the
+ * step rows of every node it ran (and the completion of the step that had paused, when it
+ * resumed one), the case's new state, the waits it opened and the jobs that follow.
+ */
+export interface CaseWrite {
+  tenantId: string;
+  caseId: string;
+  inserts: NewStep[];
+  completes: NewStep[];
   state: CaseState;
   jobs: JobSpec<unknown>[];
   waits: NewWait[];
 }
-
-const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 
 /**
  * Writes the steps of a batch in one statement: the step rows (new, or the completion of steps
@@ -64,33 +77,33 @@ const jsonOrNull = (value: unknown) => (value === null || value === undefined ? 
  * for the batch instead of three or four per step: this is the engine's hot path. Returns the id
  * of each job written, by job key.
  */
-export async function writeSteps(tx: Executor, writes: StepWrite[]): Promise<Map<string, number>> {
+export async function writeSteps(tx: Executor, writes: CaseWrite[]): Promise<Map<string, number>> {
   if (writes.length === 0) return new Map();
   const now = new Date();
   const parts = [];
-  const inserts = writes.filter((w) => w.step.mode === "insert").map((w) => stepValues(w.step.record));
+  const inserts = writes.flatMap((w) => w.inserts).map(stepValues);
   if (inserts.length > 0) parts.push(sql`step_insert AS (${tx.insertInto("case_steps").values(inserts)})`);
-  const completes = writes.filter((w) => w.step.mode === "complete").map((w) => stepValues(w.step.record));
+  const completes = writes.flatMap((w) => w.completes).map(stepValues);
   if (completes.length > 0) {
     const rows = sql.join(
       completes.map(
         (c) =>
-          sql`(${c.tenant_id}::uuid, ${c.case_id}::uuid, ${c.seq}::int, ${c.status}, ${c.output ?? "null"}::jsonb, ${c.next_node_id}::text, ${c.error}::jsonb, ${c.finished_at}::timestamptz)`,
+          sql`(${c.tenant_id}::uuid, ${c.case_id}::uuid, ${c.seq}::int, ${c.status}, ${c.output}::jsonb, ${c.next_node_id}::text, ${c.error}::jsonb, ${c.explain}::jsonb, ${c.finished_at}::timestamptz)`,
       ),
     );
     parts.push(sql`step_complete AS (
       UPDATE case_steps s
       SET status = v.status, output = v.output, next_node_id = v.next_node_id, error = v.error,
-          finished_at = v.finished_at
-      FROM (VALUES ${rows}) AS v(tenant_id, case_id, seq, status, output, next_node_id, error, finished_at)
+          explain = coalesce(v.explain, s.explain), finished_at = v.finished_at
+      FROM (VALUES ${rows}) AS v(tenant_id, case_id, seq, status, output, next_node_id, error, explain, finished_at)
       WHERE s.tenant_id = v.tenant_id AND s.case_id = v.case_id AND s.seq = v.seq
     )`);
   }
   const states = sql.join(
-    writes.map(({ step: { record: r }, state: c }) => {
+    writes.map(({ caseId, tenantId, state: c }) => {
       const values = [
-        sql`${r.caseId}::uuid`,
-        sql`${r.tenantId}::uuid`,
+        sql`${caseId}::uuid`,
+        sql`${tenantId}::uuid`,
         sql`${c.status}::text`,
         sql`${c.stepSeq}::int`,
         sql`${c.currentNodeId}::text`,
@@ -143,11 +156,11 @@ export interface NewWait {
   caseId: string;
   seq: number;
   nodeId: string;
-  kind: WaitKind;
-  callbackRef: string | null;
-  rfiId: string | null;
+  kind: string;
+  ref: string | null;
   providerId: string | null;
   expiresAt: Date | null;
+  data: Record<string, unknown> | null;
 }
 
 function waitValues(wait: NewWait) {
@@ -158,65 +171,56 @@ function waitValues(wait: NewWait) {
     seq: wait.seq,
     node_id: wait.nodeId,
     kind: wait.kind,
-    callback_ref: wait.callbackRef,
-    rfi_id: wait.rfiId,
+    ref: wait.ref,
     provider_id: wait.providerId,
     expires_at: wait.expiresAt,
+    data: jsonOrNull(wait.data),
   };
 }
 
-export function findWait(tx: Executor, tenantId: string, waitId: string): Promise<WaitRow | undefined> {
-  return tx
+/** How `resumeWait` names the wait it resolves: by id, or by its node type's kind and reference. */
+export type WaitLookup =
+  | { tenantId: string; caseId: string; waitId: string }
+  | { tenantId: string; caseId: string; kind: string; ref: string };
+
+/** The wait of the case (resolved or not), the latest when a reference was reused. */
+export function findWait(tx: Executor, lookup: WaitLookup): Promise<WaitRow | undefined> {
+  let query = tx
     .selectFrom("case_waits")
     .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", waitId)
-    .executeTakeFirst();
+    .where("tenant_id", "=", lookup.tenantId)
+    .where("case_id", "=", lookup.caseId);
+  query =
+    "waitId" in lookup
+      ? query.where("id", "=", lookup.waitId)
+      : query.where("kind", "=", lookup.kind).where("ref", "=", lookup.ref);
+  return query.orderBy("resolved_at", "desc").orderBy("created_at", "desc").limit(1).executeTakeFirst();
 }
 
-export function findWaitByCallbackRef(
-  tx: Executor,
-  tenantId: string,
-  caseId: string,
-  callbackRef: string,
-): Promise<WaitRow | undefined> {
-  return tx
-    .selectFrom("case_waits")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .where("callback_ref", "=", callbackRef)
-    .executeTakeFirst();
-}
-
-export function findOpenWaitForRfi(
-  tx: Executor,
-  tenantId: string,
-  caseId: string,
-  rfiId: string,
-): Promise<WaitRow | undefined> {
-  return tx
-    .selectFrom("case_waits")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .where("rfi_id", "=", rfiId)
-    .where("resolved_at", "is", null)
-    .executeTakeFirst();
-}
-
-export function listOpenWaits(
+/** The open waits of the tenant of one kind with one reference, across cases (a vendor's applicant). */
+export function findOpenWaitsByRef(
   db: Executor,
   tenantId: string,
-  caseId: string,
-  kinds: WaitKind[],
+  kind: string,
+  ref: string,
 ): Promise<WaitRow[]> {
   return db
     .selectFrom("case_waits")
     .selectAll()
     .where("tenant_id", "=", tenantId)
+    .where("kind", "=", kind)
+    .where("ref", "=", ref)
+    .where("resolved_at", "is", null)
+    .orderBy("created_at")
+    .execute();
+}
+
+export function listOpenWaits(db: Executor, tenantId: string, caseId: string): Promise<WaitRow[]> {
+  return db
+    .selectFrom("case_waits")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
     .where("case_id", "=", caseId)
-    .where("kind", "in", kinds)
     .where("resolved_at", "is", null)
     .orderBy("created_at")
     .execute();
@@ -227,7 +231,7 @@ export async function resolveWait(
   tx: Executor,
   tenantId: string,
   waitId: string,
-  resolution: WaitResolution,
+  resolution: WaitResolutionKind,
 ): Promise<boolean> {
   const result = await tx
     .updateTable("case_waits")
@@ -243,7 +247,7 @@ export async function resolveOpenWaitsOfCase(
   tx: Executor,
   tenantId: string,
   caseId: string,
-  resolution: WaitResolution,
+  resolution: WaitResolutionKind,
 ): Promise<void> {
   await tx
     .updateTable("case_waits")

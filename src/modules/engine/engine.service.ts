@@ -1,36 +1,53 @@
 import type { AppContext } from "../../platform/context.js";
-import { randomBase62, uuid } from "../../platform/crypto.js";
-import type { Tx } from "../../platform/db/index.js";
-import type { ClaimedJob, ClaimToken, Continuation, JobSpec } from "../../platform/jobs.js";
+import { uuid } from "../../platform/crypto.js";
+import type { Executor, Tx } from "../../platform/db/index.js";
+import {
+  type ClaimedJob,
+  type ClaimToken,
+  type Continuation,
+  deleteJob,
+  type JobSpec,
+} from "../../platform/jobs.js";
 import { getAttributesOf } from "../attributes/attributes.repo.js";
 import { type CaseStatus, type DecisionEntry, isInFlight } from "../cases/case-status.js";
-import { type CaseRow, lockCases } from "../cases/cases.repo.js";
+import { type CaseRow, findCase, lockCase, lockCases } from "../cases/cases.repo.js";
 import { emitEvents, type NewEvent } from "../events/events.js";
-import { checkNodeRfiTexts, NodeRfiError, raiseRfiFromNode } from "../rfi/rfi.node.js";
 import {
   type CompiledNode,
+  type NodeCase,
+  NodeEvaluationError,
+  type NodeOutcome,
+  type NodeType,
+  requireNodeType,
+} from "../workflows/node-type.js";
+import {
   type CompiledWorkflow,
   ExpressionError,
   type ExpressionVariables,
 } from "../workflows/workflow.types.js";
 import { getCompiledWorkflow } from "../workflows/workflows.service.js";
-import { decisionEvent, dispatchEvent, notificationEvent } from "./engine.events.js";
-import { type CaseState, type NewStep, type StepWrite, type WaitRow, writeSteps } from "./engine.repo.js";
-import { evaluateNode, NodeEvaluationError, type NodeOutcome } from "./nodes.js";
+import { caseFailedEvent, decisionEvent } from "./engine.events.js";
+import { type CaseState, type CaseWrite, type NewStep, writeSteps } from "./engine.repo.js";
 
 /**
- * The workflow engine. Every node runs as one durable job (`engine.step`). A worker runs the step
- * jobs it holds in batches, each batch in one transaction that locks its cases, evaluates each
- * case's node, and writes every step (its row and output, the case's new state, the waits it
- * opens, the next step's job, its events) in a couple of statements. A crash anywhere rolls the
- * batch back and its jobs run again; a step that committed is never run twice (its job row is
- * deleted in that same transaction, and a step whose case has moved on is ignored). The case row
- * lock means steps of one case never run concurrently, whichever process runs them.
+ * The workflow engine (decision 0011). A step is a job: `engine.step` runs, in one transaction
+ * holding the case lock, the case's nodes one after another for as long as they touch nothing
+ * outside the database (rules, score, decision, notify, a node that raises a request or opens
+ * a wait), each recorded as its own step row, up to the end, a pause, or a node whose type calls
+ * outside the service. Such a node runs as an `engine.call` job: its call first, with no
+ * transaction open, then, under the case lock, what it decided and the nodes after it.
+ *
+ * A worker runs the step jobs it holds in batches, one transaction per batch. A crash anywhere
+ * rolls the batch back and its jobs run again; a step that committed is never run twice (its job
+ * row is deleted in that same transaction, and a step whose case has moved on is ignored).
  */
 export const STEP_JOB = "engine.step";
+export const CALL_JOB = "engine.call";
 export const WAIT_TIMEOUT_JOB = "engine.wait-timeout";
 /** Step jobs one transaction runs at most. */
 export const STEP_BATCH = 32;
+/** Attempts of a step before its case fails (its error recorded, `case.failed` sent). */
+export const STEP_ATTEMPTS = 10;
 
 export interface StepPayload {
   tenantId: string;
@@ -39,17 +56,17 @@ export interface StepPayload {
   nodeId: string;
 }
 
-export function stepJob(tenantId: string, caseId: string, seq: number, nodeId: string) {
+export function stepJob(tenantId: string, caseId: string, seq: number, nodeId: string, kind = STEP_JOB) {
   return {
-    kind: STEP_JOB,
+    kind,
     payload: { tenantId, caseId, seq, nodeId } satisfies StepPayload,
     jobKey: `step:${caseId}:${seq}`,
-    maxAttempts: 10,
+    maxAttempts: STEP_ATTEMPTS,
   };
 }
 
 /** A case's workflow version, compiled; a missing one is an internal inconsistency. */
-export async function workflowOf(tx: Tx, row: CaseRow): Promise<CompiledWorkflow> {
+export async function workflowOf(tx: Executor, row: CaseRow): Promise<CompiledWorkflow> {
   const wf = await getCompiledWorkflow(tx, row.tenant_id, row.workflow_id, row.workflow_version);
   if (!wf) {
     throw new Error(
@@ -59,22 +76,13 @@ export async function workflowOf(tx: Tx, row: CaseRow): Promise<CompiledWorkflow
   return wf;
 }
 
-/** A step: where it is in the case, and whether it writes its row anew or completes a paused one. */
-interface At {
-  seq: number;
-  nodeId: string;
-  nodeType: string;
-  mode: "insert" | "complete";
+export function nodeOf(wf: CompiledWorkflow, nodeId: string): { node: CompiledNode; type: NodeType } {
+  const node = wf.nodes.get(nodeId);
+  if (!node) throw new Error(`node ${nodeId} is not in workflow ${wf.workflowId} v${wf.version}`);
+  return { node, type: requireNodeType(node.type) };
 }
 
-/** A planned step, with what only the service needs: its events and whether it continues here. */
-interface Planned extends StepWrite {
-  events: NewEvent[];
-  /** The job key of the next step when it was written claimed, to run right after the commit. */
-  continuation?: JobSpec<unknown>;
-}
-
-function stateOf(row: CaseRow): CaseState {
+export function stateOf(row: CaseRow): CaseState {
   return {
     status: row.status,
     stepSeq: row.step_seq,
@@ -87,241 +95,245 @@ function stateOf(row: CaseRow): CaseState {
   };
 }
 
-function plan(
-  row: CaseRow,
-  at: At,
-  step: Pick<NewStep, "status" | "output" | "nextNodeId" | "error">,
-  state: Partial<CaseState>,
-  extra: Partial<Pick<Planned, "jobs" | "waits" | "events" | "continuation">> = {},
-): Planned {
-  const record: NewStep = {
-    tenantId: row.tenant_id,
-    caseId: row.id,
-    seq: at.seq,
-    nodeId: at.nodeId,
-    nodeType: at.nodeType,
-    ...step,
-  };
+export function nodeCaseOf(row: CaseRow): NodeCase {
   return {
-    step: { mode: at.mode, record },
-    state: { ...stateOf(row), stepSeq: at.seq, ...state },
-    jobs: extra.jobs ?? [],
-    waits: extra.waits ?? [],
-    events: extra.events ?? [],
-    ...(extra.continuation ? { continuation: extra.continuation } : {}),
-  };
-}
-
-/**
- * A finished node: its output recorded, the case running on, the next node's step scheduled.
- * Inside a step job (`claim` given) the next step is written claimed by the same worker, which
- * runs it straight after the commit instead of claiming it again.
- */
-function moveOn(
-  row: CaseRow,
-  at: At,
-  output: unknown,
-  next: string,
-  claim?: ClaimToken,
-  events: NewEvent[] = [],
-) {
-  const job = { ...stepJob(row.tenant_id, row.id, at.seq + 1, next), ...(claim ? { claimedBy: claim } : {}) };
-  return plan(
-    row,
-    at,
-    { status: "completed", output, nextNodeId: next, error: null },
-    { status: "running", currentNodeId: next, nodeOutputs: { ...row.node_outputs, [at.nodeId]: output } },
-    { jobs: [job], events, ...(claim ? { continuation: job } : {}) },
-  );
-}
-
-/** The case fails: the step records why, the case keeps the error, nothing runs after. */
-function failCase(row: CaseRow, at: At, output: unknown, message: string): Planned {
-  return plan(
-    row,
-    at,
-    { status: "failed", output, nextNodeId: null, error: { message } },
-    {
-      status: "failed",
-      currentNodeId: null,
-      error: { nodeId: at.nodeId, message, at: new Date().toISOString() },
-    },
-  );
-}
-
-function decide(row: CaseRow, at: At, outcome: Extract<NodeOutcome, { kind: "decide" }>): Planned {
-  const now = new Date();
-  const entry: DecisionEntry = {
-    value: outcome.decision,
-    source: outcome.source,
-    actor: `node:${at.nodeId}`,
-    decidedAt: now.toISOString(),
-  };
-  const type = outcome.decision === "in_review" ? "case.pending_review" : "case.decided";
-  const result = { decision: entry, decisionHistory: [entry], workflow_result: outcome.result };
-  return plan(
-    row,
-    at,
-    { status: "completed", output: outcome.output, nextNodeId: null, error: null },
-    {
-      status: outcome.decision === "in_review" ? "in_review" : "decided",
-      currentNodeId: null,
-      nodeOutputs: { ...row.node_outputs, [at.nodeId]: outcome.output },
-      decision: entry,
-      decisionHistory: [entry],
-      workflowResult: outcome.result,
-    },
-    { events: [decisionEvent(type, row, result, now)] },
-  );
-}
-
-function awaitCallback(
-  ctx: AppContext,
-  row: CaseRow,
-  at: At,
-  outcome: Extract<NodeOutcome, { kind: "await_callback" }>,
-): Planned {
-  const waitId = uuid();
-  const callbackRef = randomBase62(32);
-  const expiresAt = new Date(Date.now() + outcome.expiresInSeconds * 1000);
-  const callbackUrl = `${ctx.config.publicUrl}/cases/${row.id}/callbacks/${callbackRef}`;
-  return plan(
-    row,
-    at,
-    { status: "waiting", output: null, nextNodeId: null, error: null },
-    { status: "waiting", currentNodeId: at.nodeId },
-    {
-      waits: [
-        {
-          id: waitId,
-          tenantId: row.tenant_id,
-          caseId: row.id,
-          seq: at.seq,
-          nodeId: at.nodeId,
-          kind: "callback",
-          callbackRef,
-          rfiId: null,
-          providerId: null,
-          expiresAt,
-        },
-      ],
-      jobs: [
-        {
-          kind: WAIT_TIMEOUT_JOB,
-          payload: { tenantId: row.tenant_id, caseId: row.id, waitId },
-          runAt: expiresAt,
-          jobKey: `wait-timeout:${waitId}`,
-        },
-      ],
-      events: [
-        dispatchEvent(row, {
-          nodeId: at.nodeId,
-          webhookKey: outcome.webhookKey,
-          callbackUrl,
-          expiresAt,
-          payload: outcome.payload,
-        }),
-      ],
-    },
-  );
-}
-
-async function raiseRfi(
-  ctx: AppContext,
-  tx: Tx,
-  row: CaseRow,
-  at: At,
-  outcome: Extract<NodeOutcome, { kind: "raise_rfi" }>,
-  claim: ClaimToken | undefined,
-): Promise<Planned> {
-  const expiresAt =
-    outcome.awaitResponse && outcome.expiresInSeconds !== undefined
-      ? new Date(Date.now() + outcome.expiresInSeconds * 1000)
-      : null;
-  const { rfiId } = await raiseRfiFromNode(ctx, tx, {
+    id: row.id,
     tenantId: row.tenant_id,
-    caseId: row.id,
-    caseType: row.type,
-    nodeId: at.nodeId,
-    to: outcome.to,
-    subject: outcome.subject,
-    body: outcome.body,
-    cc: outcome.cc,
-    templateId: outcome.templateId,
-    webhookKey: outcome.webhookKey,
-    awaitResponse: outcome.awaitResponse,
-    expiresAt,
-  });
-  if (!outcome.awaitResponse) return moveOn(row, at, { rfiId, status: "pending" }, outcome.next, claim);
-  return plan(
-    row,
-    at,
-    { status: "waiting", output: { rfiId }, nextNodeId: null, error: null },
-    { status: "waiting", currentNodeId: at.nodeId },
-    {
-      waits: [
-        {
-          id: uuid(),
-          tenantId: row.tenant_id,
-          caseId: row.id,
-          seq: at.seq,
-          nodeId: at.nodeId,
-          kind: "rfi",
-          callbackRef: null,
-          rfiId,
-          providerId: null,
-          expiresAt,
-        },
-      ],
-    },
-  );
+    type: row.type,
+    externalCustomerId: row.external_customer_id,
+    dryRun: row.dry_run,
+  };
 }
 
-async function planOutcome(
-  ctx: AppContext,
-  tx: Tx,
+export function variablesOf(
   row: CaseRow,
-  node: CompiledNode,
-  seq: number,
-  outcome: NodeOutcome,
-  claim: ClaimToken | undefined,
-): Promise<Planned> {
-  const at: At = { seq, nodeId: node.id, nodeType: node.type, mode: "insert" };
-  switch (outcome.kind) {
-    case "continue":
-      return moveOn(row, at, outcome.output, outcome.next, claim);
-    case "notify":
-      return moveOn(row, at, outcome.output, outcome.next, claim, [
-        notificationEvent(row, { nodeId: node.id, ...outcome }),
-      ]);
-    case "decide":
-      return decide(row, at, outcome);
-    case "await_callback":
-      return awaitCallback(ctx, row, at, outcome);
-    case "raise_rfi":
-      return raiseRfi(ctx, tx, row, at, outcome, claim);
-    case "fail":
-      return failCase(row, at, null, outcome.message);
-  }
+  attributes: Record<string, unknown>,
+  nodes: Record<string, unknown>,
+): ExpressionVariables {
+  return {
+    payload: row.payload,
+    subject: row.subject,
+    metadata: row.metadata,
+    case: { id: row.id, type: row.type, externalCustomerId: row.external_customer_id },
+    customer: { attributes },
+    nodes,
+  };
 }
 
-/** Evaluates a node; an expression that fails, or texts a partner could not send, fail the case. */
-function evaluate(node: CompiledNode, vars: ExpressionVariables): NodeOutcome {
+/** What one step (or a resumption) writes for one case, with its events. */
+export interface Planned {
+  write: CaseWrite;
+  events: NewEvent[];
+  /** A follow-up job written claimed by this worker, to run right after the commit. */
+  continuation?: JobSpec<unknown>;
+}
+
+export function emptyPlan(row: CaseRow): Planned {
+  return {
+    write: {
+      tenantId: row.tenant_id,
+      caseId: row.id,
+      inserts: [],
+      completes: [],
+      state: stateOf(row),
+      jobs: [],
+      waits: [],
+    },
+    events: [],
+  };
+}
+
+/** The case fails: it keeps the error, `case.failed` goes out, and a warning names case and node. */
+export function failCase(
+  ctx: AppContext,
+  row: CaseRow,
+  plan: Planned,
+  nodeId: string,
+  message: string,
+): void {
+  const at = new Date();
+  const error = { nodeId, message, at: at.toISOString() };
+  plan.write.state = { ...plan.write.state, status: "failed", currentNodeId: null, error };
+  plan.events.push(caseFailedEvent(row, { nodeId, message }, at));
+  // The message can quote an expression; the case and node are enough to find it.
+  ctx.log.warn({ caseId: row.id, tenantId: row.tenant_id, nodeId }, "case failed");
+}
+
+/** Evaluates a node; an expression that fails, or a value the node cannot use, fails the case. */
+async function evaluate(
+  type: NodeType,
+  node: CompiledNode,
+  input: Parameters<NodeType["evaluate"]>[1],
+): Promise<NodeOutcome> {
   try {
-    const outcome = evaluateNode(node, vars);
-    if (outcome.kind === "raise_rfi") checkNodeRfiTexts({ nodeId: node.id, ...outcome });
-    return outcome;
+    return await type.evaluate(node, input);
   } catch (err) {
-    if (err instanceof ExpressionError || err instanceof NodeEvaluationError || err instanceof NodeRfiError) {
+    if (err instanceof ExpressionError || err instanceof NodeEvaluationError) {
       return { kind: "fail", message: err.message };
     }
     throw err;
   }
 }
 
+interface ChainStart {
+  seq: number;
+  nodeId: string;
+  attributes: Record<string, unknown>;
+  claim: ClaimToken | undefined;
+  /** The result of an external node's call, when the chain starts at that node. */
+  called?: { value: unknown };
+}
+
+/**
+ * Runs the case's nodes from `start` in the step's transaction, each its own step row, until the
+ * workflow ends, pauses, fails, or reaches a node that calls outside the service (that node gets
+ * a job of its own, run as the continuation of this one when a claim token is given).
+ */
+export async function runChain(
+  ctx: AppContext,
+  tx: Tx,
+  row: CaseRow,
+  wf: CompiledWorkflow,
+  start: ChainStart,
+): Promise<Planned> {
+  const plan = emptyPlan(row);
+  const outputs = { ...row.node_outputs };
+  const kase = nodeCaseOf(row);
+  let seq = start.seq;
+  let nodeId = start.nodeId;
+  for (;;) {
+    const { node, type } = nodeOf(wf, nodeId);
+    const first = seq === start.seq;
+    if (type.effects === "external" && !(first && start.called)) {
+      const job = {
+        ...stepJob(row.tenant_id, row.id, seq, nodeId, CALL_JOB),
+        ...(start.claim ? { claimedBy: start.claim } : {}),
+      };
+      plan.write.jobs.push(job);
+      if (start.claim) plan.continuation = job;
+      plan.write.state = { ...plan.write.state, status: "running", stepSeq: seq - 1, currentNodeId: nodeId };
+      return plan;
+    }
+    const startedAt = new Date();
+    const vars = variablesOf(row, start.attributes, outputs);
+    const outcome = await evaluate(type, node, {
+      ctx,
+      tx,
+      vars,
+      case: kase,
+      seq,
+      ...(first && start.called ? { called: start.called.value } : {}),
+    });
+    const step: NewStep = {
+      tenantId: row.tenant_id,
+      caseId: row.id,
+      seq,
+      nodeId,
+      nodeType: node.type,
+      status: "completed",
+      output: outcome.output ?? null,
+      nextNodeId: null,
+      error: null,
+      explain: outcome.explain ?? null,
+      startedAt,
+      finishedAt: new Date(),
+    };
+    plan.write.inserts.push(step);
+    plan.write.state = { ...plan.write.state, stepSeq: seq };
+    switch (outcome.kind) {
+      case "continue":
+        step.nextNodeId = outcome.next;
+        outputs[nodeId] = outcome.output;
+        plan.events.push(...(outcome.events ?? []));
+        plan.write.state = {
+          ...plan.write.state,
+          status: "running",
+          currentNodeId: outcome.next,
+          nodeOutputs: outputs,
+        };
+        seq += 1;
+        nodeId = outcome.next;
+        continue;
+      case "decide": {
+        outputs[nodeId] = outcome.output;
+        const entry: DecisionEntry = {
+          value: outcome.decision,
+          source: outcome.source,
+          actor: `node:${nodeId}`,
+          decidedAt: step.finishedAt?.toISOString() ?? startedAt.toISOString(),
+        };
+        const result = { decision: entry, decisionHistory: [entry], workflow_result: outcome.result };
+        plan.write.state = {
+          ...plan.write.state,
+          status: outcome.decision === "in_review" ? "in_review" : "decided",
+          currentNodeId: null,
+          nodeOutputs: outputs,
+          decision: entry,
+          decisionHistory: [entry],
+          workflowResult: outcome.result,
+        };
+        const type = outcome.decision === "in_review" ? "case.pending_review" : "case.decided";
+        plan.events.push(decisionEvent(type, row, result, new Date(entry.decidedAt)));
+        return plan;
+      }
+      case "wait": {
+        step.status = "waiting";
+        step.finishedAt = null;
+        const { wait } = outcome;
+        const waitId = wait.id ?? uuid();
+        plan.write.waits.push({
+          id: waitId,
+          tenantId: row.tenant_id,
+          caseId: row.id,
+          seq,
+          nodeId,
+          kind: wait.kind,
+          ref: wait.ref,
+          providerId: wait.providerId ?? null,
+          expiresAt: wait.expiresAt,
+          data: wait.data ?? null,
+        });
+        if (wait.timesOut && wait.expiresAt)
+          plan.write.jobs.push(waitTimeoutJob(row, waitId, wait.expiresAt));
+        plan.events.push(...(outcome.events ?? []));
+        plan.write.state = {
+          ...plan.write.state,
+          status: "waiting",
+          currentNodeId: nodeId,
+          nodeOutputs: outputs,
+        };
+        return plan;
+      }
+      case "fail":
+        step.status = "failed";
+        step.error = { message: outcome.message };
+        failCase(ctx, row, plan, nodeId, outcome.message);
+        return plan;
+    }
+  }
+}
+
+export interface WaitTimeoutPayload {
+  tenantId: string;
+  caseId: string;
+  waitId: string;
+}
+
+function waitTimeoutJob(row: CaseRow, waitId: string, runAt: Date): JobSpec<WaitTimeoutPayload> {
+  return {
+    kind: WAIT_TIMEOUT_JOB,
+    payload: { tenantId: row.tenant_id, caseId: row.id, waitId },
+    runAt,
+    jobKey: `wait-timeout:${waitId}`,
+  };
+}
+
 /** Writes planned steps and their events; returns the continuations written claimed. */
-async function commit(tx: Tx, planned: Planned[]): Promise<Continuation[]> {
-  const ids = await writeSteps(tx, planned);
+export async function commit(tx: Tx, planned: Planned[]): Promise<Continuation[]> {
+  const ids = await writeSteps(
+    tx,
+    planned.map((p) => p.write),
+  );
   await emitEvents(
     tx,
     planned.flatMap((p) => p.events),
@@ -343,6 +355,12 @@ async function commit(tx: Tx, planned: Planned[]): Promise<Continuation[]> {
   return continuations;
 }
 
+/** Whether the step is still the case's next one: a case that moved on (or was closed) ignores it. */
+export function isCurrentStep(row: CaseRow | undefined, step: StepPayload): row is CaseRow {
+  if (!row || row.tenant_id !== step.tenantId || !isInFlight(row.status as CaseStatus)) return false;
+  return row.step_seq + 1 === step.seq && row.current_node_id === step.nodeId;
+}
+
 /**
  * Runs a batch of step jobs (the `engine.step` handler) inside the batch's transaction. A step for
  * a case that has moved on (closed by an analyst, or a duplicate) does nothing.
@@ -353,50 +371,57 @@ export async function runSteps(
   jobs: ClaimedJob<StepPayload>[],
   claim: ClaimToken | undefined,
 ): Promise<Continuation[]> {
-  const rows = new Map(
-    (
-      await lockCases(
-        tx,
-        jobs.map((j) => j.payload.caseId),
-      )
-    ).map((r) => [r.id, r]),
+  const locked = await lockCases(
+    tx,
+    jobs.map((j) => j.payload.caseId),
   );
+  const rows = new Map(locked.map((r) => [r.id, r]));
   const attributes = await getAttributesOf(tx, [...rows.values()]);
   const planned: Planned[] = [];
   for (const { payload: step } of jobs) {
     const row = rows.get(step.caseId);
-    if (!row || row.tenant_id !== step.tenantId || !isInFlight(row.status as CaseStatus)) continue;
-    if (row.step_seq + 1 !== step.seq || row.current_node_id !== step.nodeId) continue;
+    if (!isCurrentStep(row, step)) continue;
     const wf = await workflowOf(tx, row);
-    const node = wf.nodes.get(step.nodeId);
-    if (!node) throw new Error(`node ${step.nodeId} is not in workflow ${wf.workflowId} v${wf.version}`);
-    const vars: ExpressionVariables = {
-      payload: row.payload,
-      subject: row.subject,
-      metadata: row.metadata,
-      case: { id: row.id, type: row.type, externalCustomerId: row.external_customer_id },
-      customer: { attributes: attributes.get(row.id) ?? {} },
-      nodes: row.node_outputs,
-    };
-    planned.push(await planOutcome(ctx, tx, row, node, step.seq, evaluate(node, vars), claim));
+    planned.push(
+      await runChain(ctx, tx, row, wf, {
+        seq: step.seq,
+        nodeId: step.nodeId,
+        attributes: attributes.get(row.id) ?? {},
+        claim,
+      }),
+    );
   }
   return commit(tx, planned);
 }
 
 /**
- * Continues a case whose paused node has just been resolved (the wait already marked resolved
- * by the caller, under the case lock): the node's output is recorded and the workflow goes on
- * at `next`, or the case fails when the node has no path for this resolution.
+ * Runs an external node's step (the `engine.call` handler): its call with no transaction open
+ * and no case lock held, then, in one transaction under the case lock, what the node decided and
+ * the nodes after it. The job row is deleted in that transaction, so the result is applied once;
+ * should the process die between the call and the commit, the call is made again.
  */
-export async function resumeFromWait(
-  tx: Tx,
-  row: CaseRow,
-  wait: WaitRow,
-  output: unknown,
-  next: string | undefined,
-  failure: string,
-): Promise<void> {
-  const node = (await workflowOf(tx, row)).nodes.get(wait.node_id);
-  const at: At = { seq: wait.seq, nodeId: wait.node_id, nodeType: node?.type ?? "unknown", mode: "complete" };
-  await commit(tx, [next === undefined ? failCase(row, at, output, failure) : moveOn(row, at, output, next)]);
+export async function runCallStep(ctx: AppContext, job: ClaimedJob<StepPayload>): Promise<void> {
+  const step = job.payload;
+  const before = await findCase(ctx.db.root, step.tenantId, step.caseId);
+  if (!isCurrentStep(before, step)) return;
+  const wf = await workflowOf(ctx.db.root, before);
+  const { node, type } = nodeOf(wf, step.nodeId);
+  const attributes = (await getAttributesOf(ctx.db.root, [before])).get(before.id) ?? {};
+  const vars = variablesOf(before, attributes, before.node_outputs);
+  const called = type.call
+    ? await type.call(node, { ctx, case: nodeCaseOf(before), vars, seq: step.seq })
+    : undefined;
+  await ctx.db.transaction(async (tx) => {
+    const row = await lockCase(tx, step.tenantId, step.caseId);
+    if (!isCurrentStep(row, step)) return;
+    if (!(await deleteJob(tx, job.id))) return;
+    const plan = await runChain(ctx, tx, row, wf, {
+      seq: step.seq,
+      nodeId: step.nodeId,
+      attributes,
+      claim: undefined,
+      called: { value: called },
+    });
+    await commit(tx, [plan]);
+  });
 }

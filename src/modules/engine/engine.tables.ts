@@ -12,6 +12,8 @@ export interface CaseStepsTable {
   output: Json<unknown> | null;
   next_node_id: string | null;
   error: Json<Record<string, unknown>> | null;
+  /** The node type's facts behind where the step went (`matched`, `score`, `contributions`…). */
+  explain: Json<Record<string, unknown>> | null;
   created_at: CreatedAt;
   finished_at: Timestamp | null;
 }
@@ -22,14 +24,15 @@ export interface CaseWaitsTable {
   case_id: string;
   seq: number;
   node_id: string;
-  /** `callback`, `rfi` or `provider`. */
+  /** The node type's own kind of wait: `callback`, `rfi`, `provider`… */
   kind: string;
-  callback_ref: string | null;
-  rfi_id: string | null;
+  /** What finds the wait again: a callback reference, an information request id, a vendor's id. */
+  ref: string | null;
   provider_id: string | null;
+  data: Json<Record<string, unknown>> | null;
   expires_at: Timestamp | null;
   resolved_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  /** How the wait ended: `callback`, `timeout`, `answered`, `expired`, `cancelled`, `closed`. */
+  /** How the wait ended: `timeout`, `closed`, or what its node type reported (`callback`, `answered`…). */
   resolution: string | null;
   created_at: CreatedAt;
 }

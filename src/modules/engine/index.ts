@@ -1,8 +1,37 @@
 import type { FeatureModule } from "../../platform/app-types.js";
+import type { AppContext } from "../../platform/context.js";
+import type { Tx } from "../../platform/db/index.js";
 import type { ClaimedJob, JobHandler } from "../../platform/jobs.js";
-import { expireCallbackWait } from "./callbacks.service.js";
+import { registerNodeTypes } from "../workflows/node-type.js";
 import { engineRoutes } from "./engine.routes.js";
-import { runSteps, STEP_BATCH, STEP_JOB, type StepPayload, WAIT_TIMEOUT_JOB } from "./engine.service.js";
+import {
+  CALL_JOB,
+  runCallStep,
+  runSteps,
+  STEP_BATCH,
+  STEP_JOB,
+  type StepPayload,
+  WAIT_TIMEOUT_JOB,
+  type WaitTimeoutPayload,
+} from "./engine.service.js";
+import { engineNodeTypes } from "./nodes/index.js";
+import { failStrandedCase, resumeWait, TIMEOUT } from "./resume.js";
+
+registerNodeTypes(...engineNodeTypes);
+
+export type { ResumeResult } from "./resume.js";
+export { failStrandedCase, resumeWait, TIMEOUT };
+
+/** A step job whose attempts ran out fails its case instead of leaving it undecided. */
+async function giveUpStep(ctx: AppContext, job: ClaimedJob, attempts: number, tx: Tx): Promise<void> {
+  const step = job.payload as unknown as StepPayload;
+  await failStrandedCase(
+    ctx,
+    tx,
+    { tenantId: step.tenantId, caseId: step.caseId, nodeId: step.nodeId },
+    `node ${step.nodeId}: the step could not be completed after ${attempts} attempts`,
+  );
+}
 
 export const engineModule: FeatureModule = {
   name: "engine",
@@ -14,13 +43,27 @@ export const engineModule: FeatureModule = {
         mode: "batch",
         batchSize: STEP_BATCH,
         run: (jobs, tx, claim) => runSteps(ctx, tx, jobs as ClaimedJob<StepPayload>[], claim),
+        onGiveUp: (job, _error, tx) => giveUpStep(ctx, job, job.attempt, tx),
+      },
+      {
+        kind: CALL_JOB,
+        mode: "plain",
+        run: (job) => runCallStep(ctx, job as ClaimedJob<StepPayload>),
+        onGiveUp: (job, _error, tx) => giveUpStep(ctx, job, job.attempt, tx),
       },
       {
         kind: WAIT_TIMEOUT_JOB,
         mode: "transaction",
-        run: (job, tx) =>
-          expireCallbackWait(tx, job.payload as { tenantId: string; caseId: string; waitId: string }),
+        async run(job, tx) {
+          const { tenantId, caseId, waitId } = job.payload as unknown as WaitTimeoutPayload;
+          await resumeWait(ctx, tx, { tenantId, caseId, waitId }, { kind: TIMEOUT });
+        },
+        async onGiveUp(job, _error, tx) {
+          const { tenantId, caseId } = job.payload as unknown as WaitTimeoutPayload;
+          await failStrandedCase(ctx, tx, { tenantId, caseId }, "the wait's timeout could not be applied");
+        },
       },
     ];
   },
 };
+export { caseTrace, describeTrace, type TraceEntry } from "./trace.js";

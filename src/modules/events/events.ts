@@ -4,7 +4,10 @@ import type { Executor } from "../../platform/db/index.js";
 import { notifyJobs } from "../../platform/jobs.js";
 import { DEFAULT_WEBHOOK_KEY, deliveryJob, serializeBody } from "../webhooks/delivery-queue.js";
 
-/** The event types of the spec's Events section, and `webhook.test` (a console's "send a test event"). */
+/**
+ * The event types of the spec's Events section, `case.failed` (contract section 2) and
+ * `webhook.test` (the console's "send a test event").
+ */
 export const EVENT_TYPES = [
   "case.decided",
   "case.pending_review",
@@ -13,6 +16,7 @@ export const EVENT_TYPES = [
   "node.notification",
   "case.rfi_requested",
   "case.rfi_answered",
+  "case.failed",
   "webhook.test",
 ] as const;
 
@@ -37,7 +41,10 @@ export interface NewEvent {
  * always has its event and its delivery, a change that rolls back has neither.
  *
  * Events of a dry-run case (an operator's trial of a workflow version) are recorded like any
- * other but never delivered: a partner's systems must not act on a case nobody submitted.
+ * other but never delivered: a partner's systems must not act on a case nobody submitted. An
+ * event whose webhook configuration does not exist is recorded as a failed delivery naming it
+ * (an operator can redeliver it once it exists), with no job and no attempt: most tenants of a
+ * busy service have none, and their events must not cost a delivery's round of row updates.
  */
 export async function emitEvent(tx: Executor, event: NewEvent): Promise<string> {
   const [id] = await emitEvents(tx, [event]);
@@ -87,14 +94,26 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
       WHERE d.case_id IS NULL
          OR NOT EXISTS (SELECT 1 FROM cases c WHERE c.id = d.case_id AND c.dry_run)
     ),
+    routed AS (
+      SELECT d.*, EXISTS (
+        SELECT 1 FROM webhook_configs c WHERE c.tenant_id = d.tenant_id AND c.webhook_key = d.webhook_key
+      ) AS configured
+      FROM d
+    ),
     delivery AS (
-      INSERT INTO webhook_deliveries (id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body)
-      SELECT id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body FROM d
+      INSERT INTO webhook_deliveries
+        (id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body, status, last_error, completed_at)
+      SELECT id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body,
+             CASE WHEN configured THEN 'pending' ELSE 'failed' END,
+             CASE WHEN configured THEN NULL
+                  ELSE 'no webhook configuration "' || webhook_key || '" exists for this tenant' END,
+             CASE WHEN configured THEN NULL ELSE now() END
+      FROM routed
       RETURNING id
     ),
     job AS (
       INSERT INTO jobs (kind, payload)
-      SELECT d.job_kind, d.job_payload FROM d JOIN delivery ON delivery.id = d.id
+      SELECT r.job_kind, r.job_payload FROM routed r JOIN delivery ON delivery.id = r.id WHERE r.configured
       RETURNING kind
     )
     SELECT ${notifyJobs} FROM (SELECT DISTINCT kind FROM job) AS kinds`.execute(tx);

@@ -2,7 +2,8 @@ import type { BlobStore } from "../../platform/blobs/index.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Tx } from "../../platform/db/index.js";
 import { AppError } from "../../platform/errors.js";
-import { resumeAfterRfi } from "../engine/waits.js";
+import { resumeWait } from "../engine/index.js";
+import { RFI_WAIT } from "./information-request.node.js";
 import { emitAnswered } from "./rfi.events.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import { attachSlot, closeRequest, findSlotsForAttach, type RfiRow, type SlotRow } from "./rfi.repo.js";
@@ -139,17 +140,19 @@ export async function answerRequest(
     }
     const counts = { fieldCount: answer.fields.length, documentCount: slots.length };
     await emitAnswered(tx, answered, counts);
-    await resumeAfterRfi(tx, {
-      tenantId,
-      caseId,
-      rfiId,
-      outcome: "answered",
-      output: {
-        status: "answered",
-        fields: Object.fromEntries(answer.fields.map((f) => [f.key, f.value])),
-        documents: documents.map((d) => ({ ...d })),
+    await resumeWait(
+      ctx,
+      tx,
+      { tenantId, caseId, kind: RFI_WAIT, ref: rfiId },
+      {
+        kind: "answered",
+        output: {
+          status: "answered",
+          fields: Object.fromEntries(answer.fields.map((f) => [f.key, f.value])),
+          documents: documents.map((d) => ({ ...d })),
+        },
       },
-    });
+    );
     return {
       rfiId,
       status: "answered",

@@ -1,7 +1,8 @@
 import type { AppContext } from "../../platform/context.js";
 import type { Executor } from "../../platform/db/index.js";
 import { enqueue, type JobHandler, RescheduleJob } from "../../platform/jobs.js";
-import { resumeAfterRfi } from "../engine/waits.js";
+import { resumeWait } from "../engine/index.js";
+import { RFI_WAIT } from "./information-request.node.js";
 import { closeRequest, findRequest, type RfiRow } from "./rfi.repo.js";
 
 export const EXPIRE_RFI_JOB = "rfi.expire";
@@ -28,7 +29,7 @@ export async function scheduleExpiry(tx: Executor, row: RfiRow): Promise<void> {
  * continues (`onExpired`) — in one transaction with the job's completion, so exactly once. A
  * request answered or cancelled in the meantime is left alone.
  */
-export function rfiJobs(_ctx: AppContext): JobHandler[] {
+export function rfiJobs(ctx: AppContext): JobHandler[] {
   const expire: JobHandler<ExpirePayload> = {
     kind: EXPIRE_RFI_JOB,
     mode: "transaction",
@@ -41,13 +42,15 @@ export function rfiJobs(_ctx: AppContext): JobHandler[] {
       if (early > 1000) throw new RescheduleJob(early);
       const expired = await closeRequest(tx, tenantId, rfiId, { status: "expired" });
       if (!expired) return;
-      await resumeAfterRfi(tx, {
-        tenantId,
-        caseId,
-        rfiId,
-        outcome: "expired",
-        output: { status: "expired", fields: {}, documents: [] },
-      });
+      await resumeWait(
+        ctx,
+        tx,
+        { tenantId, caseId, kind: RFI_WAIT, ref: rfiId },
+        {
+          kind: "expired",
+          output: { status: "expired", fields: {}, documents: [] },
+        },
+      );
     },
   };
   return [expire];

@@ -3,7 +3,8 @@ import { uuid } from "../../platform/crypto.js";
 import type { Executor, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { isCaseStatus, isTerminal } from "../cases/case-status.js";
-import { resumeAfterRfi } from "../engine/waits.js";
+import { resumeWait } from "../engine/index.js";
+import { RFI_WAIT } from "./information-request.node.js";
 import { emitRequested } from "./rfi.events.js";
 import { scheduleExpiry } from "./rfi.jobs.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
@@ -221,13 +222,15 @@ export async function cancelRequest(
       cancelledBy: actor === undefined ? null : `analyst:${actor}`,
     });
     if (!cancelled) throw new Error("a locked pending request could not be cancelled");
-    await resumeAfterRfi(tx, {
-      tenantId,
-      caseId,
-      rfiId,
-      outcome: "cancelled",
-      output: { status: "cancelled", fields: {}, documents: [] },
-    });
+    await resumeWait(
+      ctx,
+      tx,
+      { tenantId, caseId, kind: RFI_WAIT, ref: rfiId },
+      {
+        kind: "cancelled",
+        output: { status: "cancelled", fields: {}, documents: [] },
+      },
+    );
     return cancelled;
   });
   return toRequestView(row, []);

@@ -1,5 +1,5 @@
 import type { ErrorDetail } from "../../platform/errors.js";
-import type { DecisionValue } from "../cases/case-status.js";
+import type { CompiledNode } from "./node-type.js";
 
 /**
  * The workflow language (contract section 4): the JSON a version is created from, and the
@@ -8,9 +8,7 @@ import type { DecisionValue } from "../cases/case-status.js";
  */
 
 // ---------------------------------------------------------------------------------------------
-// Definitions, as operators write them. Every string typed `Expression` is CEL source.
-
-export type Expression = string;
+// Definitions, as operators write them.
 
 export interface WorkflowDefinition {
   name?: string;
@@ -21,97 +19,15 @@ export interface WorkflowDefinition {
   nodes: NodeDefinition[];
 }
 
-export type NodeDefinition =
-  | RulesNodeDefinition
-  | DecisionNodeDefinition
-  | ScoreNodeDefinition
-  | NotifyNodeDefinition
-  | ExternalCallbackNodeDefinition
-  | InformationRequestNodeDefinition
-  | ProviderNodeDefinition;
-
-export type NodeType = NodeDefinition["type"];
-
-interface NodeBase {
+/**
+ * A node: its `id`, its `type`, and the fields of its type (the node types are registered
+ * modules, see node-type.ts; each declares its own definition).
+ */
+export interface NodeDefinition {
   id: string;
+  type: string;
   description?: string;
-}
-
-/** Rules in order, the first whose `when` holds picks `next`; else `default`. */
-export interface RulesNodeDefinition extends NodeBase {
-  type: "rules";
-  rules: Array<{ when: Expression; next: string }>;
-  default: string;
-}
-
-/** Ends the workflow with a fixed `decision`, or the first matching case's, else `default`. */
-export interface DecisionNodeDefinition extends NodeBase {
-  type: "decision";
-  decision?: DecisionValue;
-  cases?: Array<{ when: Expression; decision: DecisionValue }>;
-  default?: DecisionValue;
-  /** Becomes `result.workflow_result`. */
-  output?: Record<string, Expression>;
-}
-
-/** Sums the points of every true rule; the band with the highest `minScore` not above it decides. */
-export interface ScoreNodeDefinition extends NodeBase {
-  type: "score";
-  rules: Array<{ when: Expression; points: number }>;
-  bands: Array<{ minScore: number; decision: DecisionValue }>;
-  /** Becomes `result.workflow_result`; may read `nodes.<thisId>.score`. */
-  output?: Record<string, Expression>;
-}
-
-/** Emits `node.notification` and goes on. */
-export interface NotifyNodeDefinition extends NodeBase {
-  type: "notify";
-  payloadType?: string;
-  tag?: string;
-  webhookKey?: string;
-  output: Record<string, Expression>;
-  next: string;
-}
-
-/** Emits `external_callback.dispatch` and pauses until the callback, or the expiry. */
-export interface ExternalCallbackNodeDefinition extends NodeBase {
-  type: "external_callback";
-  payload?: Record<string, Expression>;
-  webhookKey?: string;
-  /** Default 86,400 (one day). */
-  expiresInSeconds?: number;
-  next: string;
-  /** Taken when the callback does not come in time; without it the case fails. */
-  onTimeout?: string;
-}
-
-/** Raises an RFI; with `awaitResponse` pauses until it is answered, cancelled or expires. */
-export interface InformationRequestNodeDefinition extends NodeBase {
-  type: "information_request";
-  to: Expression;
-  subject: Expression;
-  body: Expression;
-  /** Literal addresses. */
-  cc?: string[];
-  templateId?: string;
-  webhookKey?: string;
-  awaitResponse?: boolean;
-  /** The answer deadline; required with `awaitResponse`. */
-  expiresInSeconds?: number;
-  next: string;
-  /** Without it, an expired request fails the case. */
-  onExpired?: string;
-  /** Without it, a cancelled request fails the case. */
-  onCancelled?: string;
-}
-
-/** Runs a verification provider (broker). Accepted by the validator; runs with a later feature. */
-export interface ProviderNodeDefinition extends NodeBase {
-  type: "provider";
-  provider: string;
-  config?: Record<string, unknown>;
-  next: string;
-  onTimeout?: string;
+  [field: string]: unknown;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,66 +76,6 @@ export interface CompiledOutput {
   evaluate(variables: ExpressionVariables): Record<string, unknown>;
 }
 
-export type CompiledNode =
-  | { id: string; type: "rules"; rules: Array<{ when: CompiledCondition; next: string }>; default: string }
-  | {
-      id: string;
-      type: "decision";
-      decision: DecisionValue | undefined;
-      cases: Array<{ when: CompiledCondition; decision: DecisionValue }>;
-      default: DecisionValue | undefined;
-      output: CompiledOutput;
-    }
-  | {
-      id: string;
-      type: "score";
-      rules: Array<{ when: CompiledCondition; points: number }>;
-      /** Sorted by minScore, highest first. */
-      bands: Array<{ minScore: number; decision: DecisionValue }>;
-      output: CompiledOutput;
-    }
-  | {
-      id: string;
-      type: "notify";
-      payloadType: string | undefined;
-      tag: string | undefined;
-      webhookKey: string | undefined;
-      output: CompiledOutput;
-      next: string;
-    }
-  | {
-      id: string;
-      type: "external_callback";
-      payload: CompiledOutput;
-      webhookKey: string | undefined;
-      expiresInSeconds: number;
-      next: string;
-      onTimeout: string | undefined;
-    }
-  | {
-      id: string;
-      type: "information_request";
-      to: CompiledExpression;
-      subject: CompiledExpression;
-      body: CompiledExpression;
-      cc: string[] | undefined;
-      templateId: string | undefined;
-      webhookKey: string | undefined;
-      awaitResponse: boolean;
-      expiresInSeconds: number | undefined;
-      next: string;
-      onExpired: string | undefined;
-      onCancelled: string | undefined;
-    }
-  | {
-      id: string;
-      type: "provider";
-      provider: string;
-      config: Record<string, unknown>;
-      next: string;
-      onTimeout: string | undefined;
-    };
-
 export interface CompiledWorkflow {
   readonly tenantId: string;
   readonly workflowId: string;
@@ -233,3 +89,5 @@ export interface CompiledWorkflow {
    */
   validatePayload(payload: unknown): ErrorDetail[];
 }
+
+export type { CompiledNode };

@@ -1,22 +1,21 @@
+import type { ValidateFunction } from "ajv";
 import type { ErrorDetail } from "../../platform/errors.js";
-import { checkInputSchema, createAjv, detailsOf, pathOf } from "./json-schema.js";
-import { checkExpression, type ExpressionKind } from "./workflow.expressions.js";
-import {
-  NODE_ID_PATTERN,
-  NODE_TYPES,
-  PATTERN_MESSAGES,
-  WORKFLOW_DEFINITION_SCHEMA,
-} from "./workflow.schema.js";
+import { checkInputSchema, createAjv, detailsOf } from "./json-schema.js";
+import { type NodeExpression, nodeTypeOf, registryVersion } from "./node-type.js";
+import { checkExpression } from "./workflow.expressions.js";
+import { NODE_ID_PATTERN, PATTERN_MESSAGES, workflowDefinitionSchema } from "./workflow.schema.js";
 
 /**
  * Checks a workflow definition and reports every problem at once, each at the path of the
  * field at fault (`nodes[2].rules[0].when`): first the structure (the JSON Schema of the
- * language), then what a schema cannot say: ids and references, reachability, cycles, the
- * decision and score rules, expressions and the input schema.
+ * language), then what a schema cannot say: ids and references, reachability, cycles, each node
+ * type's own rules, expressions and the input schema.
  */
 export function validateDefinition(definition: unknown): ErrorDetail[] {
   const problems: ErrorDetail[] = [];
-  if (!checkStructure(definition)) {
+  const checkStructure = structureCheck();
+  const valid: boolean = checkStructure(definition);
+  if (!valid) {
     for (const detail of detailsOf(checkStructure.errors ?? [], "", { patternMessages: PATTERN_MESSAGES })) {
       const typeOf = /^nodes\[(\d+)\]\.type$/.exec(detail.path);
       const nodes = isObject(definition) && Array.isArray(definition.nodes) ? definition.nodes : [];
@@ -60,7 +59,15 @@ function inDocumentOrder(problems: ErrorDetail[]): ErrorDetail[] {
     .map((x) => x.problem);
 }
 
-const checkStructure = createAjv().compile(WORKFLOW_DEFINITION_SCHEMA);
+let compiled: { version: number; check: ValidateFunction } | undefined;
+
+/** The structure check, compiled again only when a node type is registered. */
+function structureCheck(): ValidateFunction {
+  if (compiled?.version !== registryVersion()) {
+    compiled = { version: registryVersion(), check: createAjv().compile(workflowDefinitionSchema()) };
+  }
+  return compiled.check;
+}
 
 type Json = Record<string, unknown>;
 
@@ -75,7 +82,7 @@ function isNodeId(value: unknown): value is string {
 }
 
 function isKnownType(value: unknown): boolean {
-  return (NODE_TYPES as readonly unknown[]).includes(value);
+  return typeof value === "string" && nodeTypeOf(value) !== undefined;
 }
 
 /** A reference from one node to the next: the field holding it and the node it names. */
@@ -92,33 +99,10 @@ interface Graph {
   ids: Array<string | undefined>;
 }
 
-/** Every field of a node that names the node to continue with. */
+/** Every field of a node that names the node to continue with, by its node type. */
 function referencesOf(node: Json, at: string): Edge[] {
-  const refs: Edge[] = [];
-  const add = (field: string) => {
-    if (isNodeId(node[field])) refs.push({ path: `${at}.${field}`, target: node[field] as string });
-  };
-  switch (node.type) {
-    case "rules":
-      if (Array.isArray(node.rules)) {
-        node.rules.forEach((rule, j) => {
-          if (isObject(rule) && isNodeId(rule.next))
-            refs.push({ path: `${at}.rules[${j}].next`, target: rule.next });
-        });
-      }
-      add("default");
-      break;
-    case "notify":
-    case "external_callback":
-    case "information_request":
-    case "provider":
-      add("next");
-      add("onTimeout");
-      add("onExpired");
-      add("onCancelled");
-      break;
-  }
-  return refs;
+  const type = typeof node.type === "string" ? nodeTypeOf(node.type) : undefined;
+  return (type?.references(node, at) ?? []).filter((ref) => isNodeId(ref.target));
 }
 
 function buildGraph(nodes: unknown[], problems: ErrorDetail[]): Graph {
@@ -203,117 +187,21 @@ function checkGraph(start: unknown, graph: Graph, problems: ErrorDetail[]): void
   });
 }
 
-/** The rules of each node type that the schema cannot state. */
+/** The rules of the node's type that the schema cannot state. */
 function checkNodeRules(node: Json, at: string, problems: ErrorDetail[]): void {
-  switch (node.type) {
-    case "decision": {
-      const has = (field: string) => node[field] !== undefined;
-      if (has("decision")) {
-        if (has("cases") || has("default")) {
-          problems.push({ path: `${at}.decision`, message: "a fixed decision excludes cases and default" });
-        }
-      } else if (!has("cases") && !has("default")) {
-        problems.push({ path: at, message: "needs a fixed decision, or cases with a default" });
-      } else if (!has("cases")) {
-        problems.push({ path: `${at}.cases`, message: "is required with default" });
-      } else if (!has("default")) {
-        problems.push({
-          path: `${at}.default`,
-          message: "is required with cases: it decides when no case holds",
-        });
-      }
-      break;
-    }
-    case "score": {
-      if (!Array.isArray(node.bands)) break;
-      const scores = node.bands.map((b) => (isObject(b) ? b.minScore : undefined));
-      scores.forEach((s, j) => {
-        if (typeof s === "number" && scores.indexOf(s) !== j) {
-          problems.push({ path: `${at}.bands[${j}].minScore`, message: `repeats the minScore ${s}` });
-        }
-      });
-      // A score below every band would leave the case without a decision.
-      const points = Array.isArray(node.rules) ? node.rules.map((r) => (isObject(r) ? r.points : 0)) : [];
-      const lowest = points.reduce<number>((sum, p) => (typeof p === "number" && p < 0 ? sum + p : sum), 0);
-      const floors = scores.filter((s): s is number => typeof s === "number");
-      if (floors.length > 0 && Math.min(...floors) > lowest) {
-        problems.push({
-          path: `${at}.bands`,
-          message: `no band covers the lowest possible score ${lowest}; the lowest minScore must be at most ${lowest}`,
-        });
-      }
-      break;
-    }
-    case "information_request": {
-      if (node.awaitResponse === true) {
-        if (node.expiresInSeconds === undefined) {
-          problems.push({
-            path: `${at}.expiresInSeconds`,
-            message: "is required when awaitResponse is true",
-          });
-        }
-      } else {
-        for (const field of ["onExpired", "onCancelled"]) {
-          if (node[field] !== undefined) {
-            problems.push({ path: `${at}.${field}`, message: "is only taken when awaitResponse is true" });
-          }
-        }
-      }
-      break;
-    }
-  }
+  const type = typeof node.type === "string" ? nodeTypeOf(node.type) : undefined;
+  type?.check?.(node, at, problems);
 }
 
-/** Every expression of a node: where it is, and what it must produce. */
-function expressionsOf(
-  node: Json,
-  at: string,
-): Array<{ path: string; source: string; kind: ExpressionKind }> {
-  const found: Array<{ path: string; source: string; kind: ExpressionKind }> = [];
-  const add = (path: string, source: unknown, kind: ExpressionKind) => {
-    if (typeof source === "string" && source.trim() !== "") found.push({ path, source, kind });
-  };
-  const conditions = (field: "rules" | "cases") => {
-    const list = node[field];
-    if (!Array.isArray(list)) return;
-    list.forEach((item, j) => {
-      if (isObject(item)) add(`${at}.${field}[${j}].when`, item.when, "condition");
-    });
-  };
-  const map = (field: "output" | "payload") => {
-    const entries = node[field];
-    if (!isObject(entries)) return;
-    for (const [key, source] of Object.entries(entries))
-      add(pathOf(`${at}.${field}`, "", key), source, "value");
-  };
-  switch (node.type) {
-    case "rules":
-      conditions("rules");
-      break;
-    case "decision":
-      conditions("cases");
-      map("output");
-      break;
-    case "score":
-      conditions("rules");
-      map("output");
-      break;
-    case "notify":
-      map("output");
-      break;
-    case "external_callback":
-      map("payload");
-      break;
-    case "information_request":
-      for (const field of ["to", "subject", "body"]) add(`${at}.${field}`, node[field], "string");
-      break;
-  }
-  return found;
+/** Every expression of a node, by its node type. */
+function expressionsOf(node: Json, at: string): NodeExpression[] {
+  const type = typeof node.type === "string" ? nodeTypeOf(node.type) : undefined;
+  return type?.expressions(node, at) ?? [];
 }
 
 function checkNodeExpressions(node: Json, at: string, graph: Graph, problems: ErrorDetail[]): void {
   const self = isNodeId(node.id) ? graph.index.get(node.id) : undefined;
-  for (const { path, source, kind } of expressionsOf(node, at)) {
+  for (const { path, source, kind, readsOwnNode } of expressionsOf(node, at)) {
     const checked = checkExpression(source, kind);
     if (!checked.ok) {
       problems.push({ path, message: checked.message });
@@ -322,18 +210,26 @@ function checkNodeExpressions(node: Json, at: string, graph: Graph, problems: Er
     for (const ref of checked.nodeRefs) {
       const target = graph.index.get(ref);
       if (target === undefined) {
-        problems.push({ path, message: `reads nodes.${ref}, but there is no node "${ref}"` });
+        problems.push({ path, message: `reads ${nodeRead(ref)}, but there is no node "${ref}"` });
       } else if (target === self) {
         // A score node's output reads its own score; nothing else of a node exists while it runs.
-        if (!(node.type === "score" && path.startsWith(`${at}.output.`))) {
+        if (!readsOwnNode) {
           problems.push({
             path,
-            message: `reads nodes.${ref}, the output of this very node, which it does not have yet`,
+            message: `reads ${nodeRead(ref)}, the output of this very node, which it does not have yet`,
           });
         }
       } else if (self !== undefined && !reachableFrom(graph, target).has(self)) {
-        problems.push({ path, message: `reads nodes.${ref}, but node "${ref}" never runs before this node` });
+        problems.push({
+          path,
+          message: `reads ${nodeRead(ref)}, but node "${ref}" never runs before this node`,
+        });
       }
     }
   }
+}
+
+/** How an expression reads the node: `nodes.screen`, or `nodes["kyc-check"]` for an id with a hyphen. */
+function nodeRead(id: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(id) ? `nodes.${id}` : `nodes[${JSON.stringify(id)}]`;
 }

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import type { Command } from "commander";
 import { type CliContext, positiveInt } from "../../cli/context.js";
-import { WORKFLOW_DEFINITION_SCHEMA } from "./workflow.schema.js";
+import { workflowDefinitionSchema } from "./workflow.schema.js";
 
 function readDefinition(file: string): unknown {
   let text: string;
@@ -73,6 +73,6 @@ export function workflowsCli(program: Command, cli: CliContext): void {
     .command("schema")
     .description("print the JSON Schema of workflow definitions (for editors and CI checks)")
     .action(() => {
-      cli.print(WORKFLOW_DEFINITION_SCHEMA);
+      cli.print(workflowDefinitionSchema());
     });
 }

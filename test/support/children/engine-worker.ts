@@ -1,7 +1,7 @@
 /**
  * A worker process running every job of the service (workflow steps included) on the database
  * of DATABASE_URL or, embedded, CDS_DATA_DIR; configuration from the environment like `cds
- * worker`. Every 50 ms it prints `progress <steps> <decided>`: the number of recorded workflow
+ * worker`, with the test-only `probe` node type. Every 50 ms it prints `progress <steps> <decided>`: the number of recorded workflow
  * steps and of decided cases, so a test can kill it (SIGKILL) in the middle of the work.
  */
 import { sql } from "kysely";
@@ -10,6 +10,9 @@ import { createBlobStore } from "../../../src/platform/blobs/index.js";
 import { openDb } from "../../../src/platform/db/index.js";
 import { createLogger } from "../../../src/platform/logger.js";
 import { startWorker } from "../../../src/worker.js";
+import { registerProbeNode } from "../probe-node.js";
+
+registerProbeNode();
 
 const config = loadConfig(process.env);
 const db = await openDb({

@@ -107,13 +107,13 @@ td > .actions, td > form.actions { flex-wrap: nowrap; }
 .pager { display: flex; gap: .5rem; justify-content: space-between; align-items: center; margin-top: .75rem; flex-wrap: wrap; }
 
 .trace { list-style: none; margin: 0; padding: 0; counter-reset: step; }
-.trace li { position: relative; padding: 0 0 1rem 2.2rem; border-left: 2px solid var(--line); margin-left: .8rem; }
-.trace li:last-child { border-left-color: transparent; padding-bottom: 0; }
-.trace li::before { counter-increment: step; content: counter(step); position: absolute; left: -.85rem; top: 0; width: 1.6rem; height: 1.6rem; border-radius: 50%; background: var(--panel); border: 2px solid var(--brand); display: grid; place-items: center; font-size: .75rem; font-weight: 700; }
-.trace li.failed::before { border-color: var(--red-ink); color: var(--red-ink); }
-.trace li.waiting::before { border-color: var(--blue-ink); color: var(--blue-ink); }
-.trace .why { margin: .25rem 0 0; }
-.trace table { margin-top: .4rem; }
+.trace > li { position: relative; padding: 0 0 1rem 2.2rem; border-left: 2px solid var(--line); margin-left: .8rem; }
+.trace > li:last-child { border-left-color: transparent; padding-bottom: 0; }
+.trace > li::before { counter-increment: step; content: counter(step); position: absolute; left: -.85rem; top: 0; width: 1.6rem; height: 1.6rem; border-radius: 50%; background: var(--panel); border: 2px solid var(--brand); display: grid; place-items: center; font-size: .75rem; font-weight: 700; }
+.trace > li.failed::before { border-color: var(--red-ink); color: var(--red-ink); }
+.trace > li.waiting::before { border-color: var(--blue-ink); color: var(--blue-ink); }
+.trace .why { margin: .3rem 0; padding-left: 1.1rem; }
+.trace .why li { margin: .1rem 0; }
 .rfi { border: 1px solid var(--line); border-radius: var(--radius); padding: .75rem; margin-bottom: .75rem; }
 .rfi header { display: flex; flex-wrap: wrap; justify-content: space-between; gap: .5rem; }
 .docs { display: grid; gap: .75rem; grid-template-columns: repeat(auto-fill, minmax(220px, 1fr)); margin-top: .5rem; }

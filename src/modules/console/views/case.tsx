@@ -95,50 +95,6 @@ function DecisionPanel({ screen, names }: { screen: CaseScreen; names: Names }) 
   );
 }
 
-function why(step: TraceStep) {
-  const parts = [];
-  if (step.matched !== undefined) {
-    parts.push(
-      <p class="why">
-        {step.matched === "default" ? "No rule held: the default applied." : `Rule ${step.matched + 1} held.`}
-      </p>,
-    );
-  }
-  if (step.score !== undefined) {
-    parts.push(
-      <p class="why">
-        Score <strong>{step.score}</strong>
-        {step.band !== undefined ? <>, band {step.band + 1} decided</> : null}.
-      </p>,
-    );
-  }
-  if (step.contributions && step.contributions.length > 0) {
-    parts.push(
-      <table class="small">
-        <caption class="skip">Score contributions of {step.nodeId}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Rule</th>
-            <th scope="col" class="num">
-              Points
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {step.contributions.map((c) => (
-            <tr>
-              <td>Rule {c.index + 1}</td>
-              <td class="num">{c.points}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>,
-    );
-  }
-  if (step.brokerId) parts.push(<p class="why">Provider: {step.brokerId}</p>);
-  return parts;
-}
-
 function TracePanel({ trace }: { trace: TraceStep[] }) {
   return (
     <Panel title="Path through the workflow" id="trace">
@@ -158,8 +114,13 @@ function TracePanel({ trace }: { trace: TraceStep[] }) {
                   </span>
                 ) : null}
               </div>
-              {why(step)}
-              {step.error ? <Notice kind="error">{JSON.stringify(step.error)}</Notice> : null}
+              {step.facts.length > 0 ? (
+                <ul class="why">
+                  {step.facts.map((fact) => (
+                    <li>{fact}</li>
+                  ))}
+                </ul>
+              ) : null}
               {step.output !== null && step.output !== undefined ? (
                 <details>
                   <summary class="small">Output</summary>

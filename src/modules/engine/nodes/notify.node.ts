@@ -1,0 +1,90 @@
+import type { NewEvent } from "../../events/events.js";
+import {
+  describeEnd,
+  fieldReferences,
+  mapExpressions,
+  type NodeCase,
+  type NodeType,
+  schemaRef,
+} from "../../workflows/node-type.js";
+import { compileOutput } from "../../workflows/workflow.expressions.js";
+import type { CompiledOutput } from "../../workflows/workflow.types.js";
+
+/** Emits `node.notification` with `output`, then goes on to `next`. */
+export interface NotifyNode {
+  id: string;
+  type: "notify";
+  payloadType: string | undefined;
+  tag: string | undefined;
+  webhookKey: string | undefined;
+  output: CompiledOutput;
+  next: string;
+}
+
+/** `node.notification`, in the spec's camelCase. */
+export function notificationEvent(
+  kase: NodeCase,
+  input: {
+    nodeId: string;
+    payloadType: string | undefined;
+    tag: string | undefined;
+    webhookKey: string | undefined;
+    output: unknown;
+  },
+): NewEvent {
+  return {
+    tenantId: kase.tenantId,
+    caseId: kase.id,
+    type: "node.notification",
+    webhookKey: input.webhookKey ?? null,
+    payload: {
+      event_type: "node.notification",
+      ...(input.payloadType === undefined ? {} : { payloadType: input.payloadType }),
+      ...(input.tag === undefined ? {} : { tag: input.tag }),
+      tenantId: kase.tenantId,
+      caseId: kase.id,
+      nodeId: input.nodeId,
+      webhookKey: input.webhookKey ?? null,
+      output: input.output,
+      timestamp: new Date().toISOString(),
+    },
+  };
+}
+
+export const notifyNode: NodeType<NotifyNode> = {
+  type: "notify",
+  effects: "transaction",
+  definition: {
+    description: "Emits `node.notification` with `output`, then goes on to `next`.",
+    required: ["output", "next"],
+    properties: {
+      payloadType: { type: "string", minLength: 1, maxLength: 128 },
+      tag: { type: "string", minLength: 1, maxLength: 64 },
+      webhookKey: schemaRef("webhookKey"),
+      output: schemaRef("output"),
+      next: schemaRef("nodeRef"),
+    },
+  },
+  references: (node, at) => fieldReferences(node, at, ["next"]),
+  expressions: (node, at) => mapExpressions(node, at, "output"),
+  compile(node) {
+    return {
+      id: node.id,
+      type: "notify",
+      payloadType: node.payloadType as string | undefined,
+      tag: node.tag as string | undefined,
+      webhookKey: node.webhookKey as string | undefined,
+      output: compileOutput(node.id, node.output as Record<string, string>),
+      next: node.next as string,
+    };
+  },
+  evaluate(node, { vars, case: kase }) {
+    const output = node.output.evaluate(vars);
+    const event = notificationEvent(kase, { nodeId: node.id, ...node, output });
+    return { kind: "continue", next: node.next, output, events: [event] };
+  },
+  describe(entry) {
+    if (entry.status !== "completed") return describeEnd(entry);
+    return [`sent node.notification: went on to ${entry.next}`];
+  },
+};
