@@ -141,6 +141,7 @@ describe.skipIf(!hasChromium)("the console in Chromium", () => {
     const user = await createConsoleUser(h.app, tenantId, "analyst", {
       setPassword: false,
       name: "Jane Analyst",
+      email: "jane@northwind.example",
     });
     const page = await newPage();
     await page.goto(user.setupUrl);
@@ -160,7 +161,10 @@ describe.skipIf(!hasChromium)("the console in Chromium", () => {
   });
 
   it("goes from the queue to a case and overrides the decision with a reason", async () => {
-    const user = await createConsoleUser(h.app, tenantId, "analyst", { name: "Sam Reviewer" });
+    const user = await createConsoleUser(h.app, tenantId, "analyst", {
+      name: "Sam Reviewer",
+      email: "sam@northwind.example",
+    });
     const page = await newPage();
     await signInAs(page, user);
     const rows = page.locator("table[data-keyboard] tbody tr");
@@ -188,7 +192,10 @@ describe.skipIf(!hasChromium)("the console in Chromium", () => {
   });
 
   it("raises an information request, answers it with an uploaded PDF and shows the document", async () => {
-    const user = await createConsoleUser(h.app, tenantId, "analyst", { name: "Priya Analyst" });
+    const user = await createConsoleUser(h.app, tenantId, "analyst", {
+      name: "Priya Analyst",
+      email: "priya@northwind.example",
+    });
     const page = await newPage();
     await signInAs(page, user);
     const caseId = caseIds[2] as string;
@@ -237,7 +244,10 @@ describe.skipIf(!hasChromium)("the console in Chromium", () => {
   });
 
   it("creates an API key, shows it once, and the key works against the partner API", async () => {
-    const admin = await createConsoleUser(h.app, tenantId, "admin", { name: "Olivia Admin" });
+    const admin = await createConsoleUser(h.app, tenantId, "admin", {
+      name: "Olivia Admin",
+      email: "olivia@northwind.example",
+    });
     const page = await newPage();
     await signInAs(page, admin);
     await page.getByRole("link", { name: "Settings" }).click();
@@ -257,7 +267,10 @@ describe.skipIf(!hasChromium)("the console in Chromium", () => {
   });
 
   it("changes the tag vocabulary", async () => {
-    const admin = await createConsoleUser(h.app, tenantId, "admin", { name: "Omar Admin" });
+    const admin = await createConsoleUser(h.app, tenantId, "admin", {
+      name: "Omar Admin",
+      email: "omar@northwind.example",
+    });
     const page = await newPage();
     await signInAs(page, admin);
     await page.goto("/console/settings/tags");
@@ -282,7 +295,10 @@ describe.skipIf(!hasChromium)("the console in Chromium", () => {
   });
 
   it("a viewer sees no override control, and the server refuses the post with 403", async () => {
-    const viewer = await createConsoleUser(h.app, tenantId, "viewer", { name: "Vic Viewer" });
+    const viewer = await createConsoleUser(h.app, tenantId, "viewer", {
+      name: "Vic Viewer",
+      email: "vic@northwind.example",
+    });
     const page = await newPage();
     await signInAs(page, viewer);
     const caseId = caseIds[0] as string;
@@ -298,7 +314,10 @@ describe.skipIf(!hasChromium)("the console in Chromium", () => {
   });
 
   it("a user deleted while signed in is out on the next click", async () => {
-    const user = await createConsoleUser(h.app, tenantId, "analyst", { name: "Dee Parted" });
+    const user = await createConsoleUser(h.app, tenantId, "analyst", {
+      name: "Dee Parted",
+      email: "dee@northwind.example",
+    });
     const page = await newPage();
     await signInAs(page, user);
     const res = await h.app.inject({
@@ -314,7 +333,10 @@ describe.skipIf(!hasChromium)("the console in Chromium", () => {
   });
 
   it("refuses a form post without the CSRF token", async () => {
-    const user = await createConsoleUser(h.app, tenantId, "analyst", { name: "Cy Surf" });
+    const user = await createConsoleUser(h.app, tenantId, "analyst", {
+      name: "Cy Surf",
+      email: "cy@northwind.example",
+    });
     const page = await newPage();
     await signInAs(page, user);
     const caseId = caseIds[3] as string;

@@ -82,10 +82,10 @@ export async function createConsoleUser(
   app: App,
   tenantId: string,
   role: "viewer" | "analyst" | "admin",
-  options: { setPassword?: boolean; name?: string } = {},
+  options: { setPassword?: boolean; name?: string; email?: string } = {},
 ): Promise<ConsoleUser> {
   counter += 1;
-  const email = `${role}.${counter}.${Date.now()}@example.com`;
+  const email = options.email ?? `${role}.${counter}.${Date.now()}@example.com`;
   const res = await app.inject({
     method: "POST",
     url: `/admin/tenants/${tenantId}/users`,
