@@ -127,3 +127,61 @@ describe("console routes without the permission", () => {
     expect(res.headers["content-type"]).toMatch(/^text\/html/);
   });
 });
+
+describe("console input", () => {
+  it("refuses a NUL character, a bad address and out-of-range numbers with 400, never 5xx", async () => {
+    const analyst = await signedIn(h.app, tenantId, "analyst");
+    await analyst.browser.get(`/console/cases/${caseId}`);
+    const nul = await analyst.browser.post(`/console/cases/${caseId}/decision`, {
+      value: "approved",
+      reason: "a\u0000b",
+    });
+    expect(nul.statusCode).toBe(400);
+    const badAddress = await analyst.browser.post(`/console/cases/${caseId}/rfi`, {
+      to: "not an address",
+      subject: "Proof",
+      body: "Please",
+    });
+    expect(badAddress.statusCode).toBe(400);
+    expect(badAddress.body).toContain("request.to");
+    const badDeadline = await analyst.browser.post(`/console/cases/${caseId}/rfi`, {
+      to: "ada@example.com",
+      subject: "Proof",
+      body: "Please",
+      expiresAt: "yesterday",
+    });
+    expect(badDeadline.statusCode).toBe(400);
+    const rfis = await h.ctx.db.root
+      .selectFrom("information_requests")
+      .select("id")
+      .where("case_id", "=", caseId)
+      .execute();
+    expect(rfis).toEqual([]);
+
+    const admin = await signedIn(h.app, tenantId, "admin");
+    await admin.browser.get("/console/settings/webhooks");
+    for (const [maxAttempts, timeoutMs] of [
+      ["0", "1000"],
+      ["21", "1000"],
+      ["5", "99"],
+      ["5", "30001"],
+      ["x", "1000"],
+    ]) {
+      const res = await admin.browser.post("/console/settings/webhooks", {
+        webhookKey: "default",
+        url: "https://hooks.example.com/x",
+        secretId: "s1",
+        secret: "a-signing-secret-of-32-characters",
+        maxAttempts: maxAttempts as string,
+        timeoutMs: timeoutMs as string,
+      });
+      expect(res.statusCode, `${maxAttempts} ${timeoutMs}`).toBe(400);
+    }
+  });
+
+  it("/console without a trailing slash leads to sign-in", async () => {
+    const res = await h.app.inject({ url: "/console" });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe("/console/sign-in");
+  });
+});

@@ -4,6 +4,7 @@ import { AppError, badRequest } from "../../platform/errors.js";
 import { DECISION_VALUES, type DecisionValue } from "../cases/case-status.js";
 import { closeCase, overrideDecision } from "../cases/cases.admin.service.js";
 import { getCase } from "../cases/cases.service.js";
+import { RaiseBody } from "../rfi/rfi.schemas.js";
 import { cancelRequest, raiseRequest, remindRequest } from "../rfi/rfi.service.js";
 import { answerRequest } from "../rfi/rfi-answer.service.js";
 import { mintUploadSlot, openDocument } from "../rfi/uploads.service.js";
@@ -12,6 +13,7 @@ import { audit } from "./audit.js";
 import { caseScreen } from "./case.service.js";
 import { pageOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
+import { checkAgainst } from "./validate.js";
 import { CASE_NOTICES, CasePageView } from "./views/case.js";
 
 type CaseParams = { Params: { caseId: string } };
@@ -131,19 +133,20 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
       .split(",")
       .map((s) => s.trim())
       .filter(Boolean);
-    const raised = await raiseRequest(
-      ctx,
-      session.tenantId,
-      { kind: "analyst", userId: session.userId },
-      caseId,
+    const expiresAt = deadline(form.text("expiresAt"));
+    const input = checkAgainst(
+      RaiseBody,
       {
         to: form.text("to"),
-        cc: cc.length > 0 ? cc : undefined,
+        ...(cc.length > 0 ? { cc } : {}),
         subject: form.text("subject"),
         body: form.text("body"),
-        expiresAt: deadline(form.text("expiresAt")),
+        ...(expiresAt ? { expiresAt } : {}),
       },
+      "request",
     );
+    const analyst = { kind: "analyst" as const, userId: session.userId };
+    const raised = await raiseRequest(ctx, session.tenantId, analyst, caseId, input);
     await audit(ctx, session, "rfi.raise", `case:${caseId}`, {
       after: { rfiId: raised.rfiId, to: raised.to, subject: raised.subject, expiresAt: raised.expiresAt },
     });

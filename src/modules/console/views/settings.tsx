@@ -391,7 +391,7 @@ export function WebhooksView({
             </label>
             <label class="field">
               Timeout (ms)
-              <input type="number" name="timeoutMs" min={1000} max={30000} value="10000" />
+              <input type="number" name="timeoutMs" min={100} max={30000} value="10000" />
             </label>
             <button type="submit" class="primary">
               Save endpoint
