@@ -22,14 +22,18 @@ export function authRoutes(scope: App, ctx: AppContext): void {
     seeOther(reply, request.consoleSession ? "/console/queue" : "/console/sign-in"),
   );
 
-  scope.get<{ Params: { name: string } }>("/assets/:name", { config: open }, async (request, reply) => {
-    const asset = ASSETS[request.params.name];
-    if (!asset) throw new AppError("not_found", "no such asset");
-    return reply
-      .type(asset.type)
-      .header("cache-control", "public, max-age=31536000, immutable")
-      .send(asset.body);
-  });
+  scope.get<{ Params: { name: string } }>(
+    "/assets/:name",
+    { config: { console: { public: true, static: true } } },
+    async (request, reply) => {
+      const asset = ASSETS[request.params.name];
+      if (!asset) throw new AppError("not_found", "no such asset");
+      return reply
+        .type(asset.type)
+        .header("cache-control", "public, max-age=31536000, immutable")
+        .send(asset.body);
+    },
+  );
 
   scope.get<{ Querystring: { next?: string } }>("/sign-in", { config: open }, async (request, reply) => {
     const next = safeNext(request.query.next);

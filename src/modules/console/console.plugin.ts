@@ -24,6 +24,8 @@ export interface ConsoleRouteConfig {
   public?: boolean;
   /** Answers JSON (the upload slot the page's script asks for) instead of pages. */
   json?: boolean;
+  /** The stylesheet and script: public, and no session is read for them. */
+  static?: boolean;
 }
 
 export const SESSION_COOKIE = "cds_console";
@@ -139,6 +141,7 @@ export async function consoleScope(app: App, ctx: AppContext, routes: (scope: Ap
       scope.addHook("onRequest", async (request, reply) => {
         securityHeaders(ctx, reply);
         const config = request.routeOptions.config?.console;
+        if (config?.static) return;
         request.consoleSession = await sessionFor(ctx, request.cookies[SESSION_COOKIE]);
         if (!config || config.public) return;
         const session = request.consoleSession;
