@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,7 +25,12 @@ const hasChromium = fs.existsSync(CHROMIUM);
 if (!hasChromium)
   console.warn(`console browser tests skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 
-const SHOTS = path.resolve(import.meta.dirname, "../docs/console");
+// Every run takes the screenshots; UPDATE_SCREENSHOTS=1 writes them over the documented ones in
+// docs/console/, other runs leave the work tree alone.
+const SHOTS =
+  process.env.UPDATE_SCREENSHOTS === "1"
+    ? path.resolve(import.meta.dirname, "../docs/console")
+    : fs.mkdtempSync(path.join(os.tmpdir(), "cds-console-shots-"));
 
 let h: TestApp;
 let browser: Browser;
