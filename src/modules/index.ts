@@ -2,11 +2,13 @@ import type { FeatureModule } from "../platform/app-types.js";
 import { attributesModule } from "./attributes/index.js";
 import { authModule } from "./auth/index.js";
 import { casesModule } from "./cases/index.js";
+import { consoleModule } from "./console/index.js";
 import { engineModule } from "./engine/index.js";
 import { providersModule } from "./providers/index.js";
 import { rfiModule } from "./rfi/index.js";
 import { tagsModule } from "./tags/index.js";
 import { tenantsModule } from "./tenants/index.js";
+import { usersModule } from "./users/index.js";
 import { webhooksModule } from "./webhooks/index.js";
 import { workflowsModule } from "./workflows/index.js";
 
@@ -22,4 +24,6 @@ export const featureModules: readonly FeatureModule[] = [
   workflowsModule,
   webhooksModule,
   providersModule,
+  usersModule,
+  consoleModule,
 ];

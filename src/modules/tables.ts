@@ -3,6 +3,7 @@ import type { AttributesTables } from "./attributes/attributes.tables.js";
 import type { EngineTables } from "./engine/engine.tables.js";
 import type { ProvidersTables } from "./providers/providers.tables.js";
 import type { RfiTables } from "./rfi/rfi.tables.js";
+import type { UsersTables } from "./users/users.tables.js";
 import type { WebhooksTables } from "./webhooks/webhooks.tables.js";
 import type { WorkflowsTables } from "./workflows/workflows.tables.js";
 
@@ -14,4 +15,5 @@ export interface Database
     WebhooksTables,
     RfiTables,
     AttributesTables,
-    ProvidersTables {}
+    ProvidersTables,
+    UsersTables {}

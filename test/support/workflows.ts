@@ -114,3 +114,30 @@ export async function eventsOf(ctx: AppContext, caseId: string) {
     .orderBy("created_at")
     .execute();
 }
+
+/** A score workflow: points per rule that holds, bands deciding on the total. */
+export const riskScore: WorkflowDefinition = {
+  inputSchema: {
+    type: "object",
+    properties: { amount: { type: "number" }, country: { type: "string" } },
+    required: ["amount"],
+  },
+  start: "risk",
+  nodes: [
+    {
+      id: "risk",
+      type: "score",
+      rules: [
+        { when: "payload.amount > 10000", points: 40 },
+        { when: "payload.amount > 1000", points: 20 },
+        { when: "has(payload.country) && payload.country == 'GB'", points: 5 },
+      ],
+      bands: [
+        { minScore: 0, decision: "approved" },
+        { minScore: 20, decision: "in_review" },
+        { minScore: 100, decision: "declined" },
+      ],
+      output: { score: "nodes.risk.score" },
+    },
+  ],
+};

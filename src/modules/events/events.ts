@@ -4,7 +4,10 @@ import type { Executor } from "../../platform/db/index.js";
 import { notifyJobs } from "../../platform/jobs.js";
 import { DEFAULT_WEBHOOK_KEY, deliveryJob, serializeBody } from "../webhooks/delivery-queue.js";
 
-/** The event types of the spec's Events section, and `case.failed` (contract section 2). */
+/**
+ * The event types of the spec's Events section, `case.failed` (contract section 2) and
+ * `webhook.test` (the console's "send a test event").
+ */
 export const EVENT_TYPES = [
   "case.decided",
   "case.pending_review",
@@ -14,6 +17,7 @@ export const EVENT_TYPES = [
   "case.rfi_requested",
   "case.rfi_answered",
   "case.failed",
+  "webhook.test",
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

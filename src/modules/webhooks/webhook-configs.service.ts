@@ -21,6 +21,9 @@ export const MAX_SECRETS = 10;
 export const MAX_URL_LENGTH = 2048;
 export const DEFAULT_MAX_ATTEMPTS = 5;
 export const DEFAULT_TIMEOUT_MS = 10_000;
+export const MAX_ATTEMPTS = 20;
+export const MIN_TIMEOUT_MS = 100;
+export const MAX_TIMEOUT_MS = 30_000;
 
 export interface WebhookConfigInput {
   url: string;
@@ -169,6 +172,15 @@ export async function putWebhookConfig(
   const details: ErrorDetail[] = [];
   const { url, problems } = urlProblems(ctx, input.url.trim());
   for (const message of problems) details.push({ path: "body.url", message });
+  if (input.maxAttempts !== undefined && (input.maxAttempts < 1 || input.maxAttempts > MAX_ATTEMPTS)) {
+    details.push({ path: "body.maxAttempts", message: `must be 1 to ${MAX_ATTEMPTS}` });
+  }
+  if (
+    input.timeoutMs !== undefined &&
+    (input.timeoutMs < MIN_TIMEOUT_MS || input.timeoutMs > MAX_TIMEOUT_MS)
+  ) {
+    details.push({ path: "body.timeoutMs", message: `must be ${MIN_TIMEOUT_MS} to ${MAX_TIMEOUT_MS}` });
+  }
   const existing = await findWebhookConfig(ctx.db.root, tenantId, webhookKey);
   const box = secretBoxOf(ctx.config);
   const stored = existing

@@ -1,0 +1,219 @@
+import type { App } from "../../platform/app-types.js";
+import type { AppContext } from "../../platform/context.js";
+import { AppError, badRequest } from "../../platform/errors.js";
+import { DECISION_VALUES, type DecisionValue } from "../cases/case-status.js";
+import { closeCase, overrideDecision } from "../cases/cases.admin.service.js";
+import { getCase } from "../cases/cases.service.js";
+import { RaiseBody } from "../rfi/rfi.schemas.js";
+import { cancelRequest, raiseRequest, remindRequest } from "../rfi/rfi.service.js";
+import { answerRequest } from "../rfi/rfi-answer.service.js";
+import { mintUploadSlot, openDocument } from "../rfi/uploads.service.js";
+import { applyTag, removeTag } from "../tags/tags.service.js";
+import { audit } from "./audit.js";
+import { caseScreen } from "./case.service.js";
+import { pageOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
+import { formOf } from "./form.js";
+import { checkAgainst } from "./validate.js";
+import { CASE_NOTICES, CasePageView } from "./views/case.js";
+
+type CaseParams = { Params: { caseId: string } };
+type RfiParams = { Params: { caseId: string; rfiId: string } };
+
+const read = { console: { permission: "cases:read" as const } };
+const review = { console: { permission: "cases:review" as const } };
+
+/** The browser's datetime-local value, read as UTC, as the RFC 3339 the service takes. */
+function deadline(value: string): string | undefined {
+  if (!value) return undefined;
+  if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?$/.test(value))
+    throw badRequest("the deadline is not a date and time");
+  return `${value.length === 16 ? `${value}:00` : value}Z`;
+}
+
+/** The case page, its actions (each a form post), its documents and its upload slots. */
+export function caseRoutes(scope: App, ctx: AppContext): void {
+  scope.get<CaseParams & { Querystring: { done?: string } }>(
+    "/cases/:caseId",
+    { config: read },
+    async (request, reply) => {
+      const screen = await caseScreen(ctx, sessionOf(request).tenantId, request.params.caseId);
+      const notice = request.query.done ? CASE_NOTICES[request.query.done] : undefined;
+      return sendPage(reply, <CasePageView page={pageOf(request, reply)} screen={screen} notice={notice} />);
+    },
+  );
+
+  scope.get<{ Params: { caseId: string; uploadId: string } }>(
+    "/cases/:caseId/documents/:uploadId",
+    { config: read },
+    async (request, reply) => {
+      const { caseId, uploadId } = request.params;
+      await getCase(ctx, sessionOf(request).tenantId, caseId);
+      const doc = await openDocument(ctx, caseId, uploadId);
+      // The service never inspects the bytes: the type is the declared one, never sniffed, and
+      // the document runs in a sandbox with nothing allowed, framed only by the console itself.
+      return reply
+        .type(doc.contentType)
+        .header("content-length", doc.sizeBytes)
+        .header("content-disposition", "inline")
+        .header("x-content-type-options", "nosniff")
+        .header("content-security-policy", "sandbox; default-src 'none'; frame-ancestors 'self'")
+        .header("x-frame-options", "SAMEORIGIN")
+        .header("cache-control", "private, no-store")
+        .send(doc.stream);
+    },
+  );
+
+  const done = (caseId: string, what: keyof typeof CASE_NOTICES, anchor: string) =>
+    `/console/cases/${caseId}?done=${what}#${anchor}`;
+
+  scope.post<CaseParams>("/cases/:caseId/decision", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId } = request.params;
+    const form = formOf(request);
+    const value = form.text("value");
+    const reason = form.text("reason");
+    if (!(DECISION_VALUES as readonly string[]).includes(value)) throw badRequest("choose a decision");
+    if (reason.length === 0 || reason.length > 2000)
+      throw badRequest("a reason of 1 to 2000 characters is required");
+    const before = await getCase(ctx, session.tenantId, caseId);
+    const after = await overrideDecision(ctx, caseId, {
+      value: value as DecisionValue,
+      actor: session.userId,
+      reason,
+    });
+    await audit(ctx, session, "case.override", `case:${caseId}`, {
+      before: { status: before.status, decision: before.result.decision },
+      after: { status: after.status, decision: after.result.decision },
+    });
+    return seeOther(reply, done(caseId, "decision", "decision"));
+  });
+
+  scope.post<CaseParams>("/cases/:caseId/close", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId } = request.params;
+    const before = await getCase(ctx, session.tenantId, caseId);
+    const after = await closeCase(ctx, caseId, { actor: session.userId });
+    await audit(ctx, session, "case.close", `case:${caseId}`, {
+      before: { status: before.status },
+      after: { status: after.status },
+    });
+    return seeOther(reply, done(caseId, "closed", "review"));
+  });
+
+  scope.post<CaseParams>("/cases/:caseId/tags", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId } = request.params;
+    const tag = formOf(request).text("tag");
+    const result = await applyTag(
+      ctx,
+      session.tenantId,
+      { kind: "analyst", userId: session.userId },
+      caseId,
+      tag,
+    );
+    if (result.created) await audit(ctx, session, "case.tag_add", `case:${caseId}`, { after: { tag } });
+    return seeOther(reply, done(caseId, "tagged", "tags"));
+  });
+
+  scope.post<CaseParams>("/cases/:caseId/tags/remove", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId } = request.params;
+    const tag = formOf(request).text("tag");
+    await removeTag(ctx, session.tenantId, caseId, tag);
+    await audit(ctx, session, "case.tag_remove", `case:${caseId}`, { before: { tag } });
+    return seeOther(reply, done(caseId, "untagged", "tags"));
+  });
+
+  scope.post<CaseParams>("/cases/:caseId/rfi", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId } = request.params;
+    const form = formOf(request);
+    const cc = form
+      .text("cc")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const expiresAt = deadline(form.text("expiresAt"));
+    const input = checkAgainst(
+      RaiseBody,
+      {
+        to: form.text("to"),
+        ...(cc.length > 0 ? { cc } : {}),
+        subject: form.text("subject"),
+        body: form.text("body"),
+        ...(expiresAt ? { expiresAt } : {}),
+      },
+      "request",
+    );
+    const analyst = { kind: "analyst" as const, userId: session.userId };
+    const raised = await raiseRequest(ctx, session.tenantId, analyst, caseId, input);
+    await audit(ctx, session, "rfi.raise", `case:${caseId}`, {
+      after: { rfiId: raised.rfiId, to: raised.to, subject: raised.subject, expiresAt: raised.expiresAt },
+    });
+    return seeOther(reply, done(caseId, "raised", "rfi"));
+  });
+
+  scope.post<RfiParams>("/cases/:caseId/rfi/:rfiId/remind", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId, rfiId } = request.params;
+    await getCase(ctx, session.tenantId, caseId);
+    const after = await remindRequest(ctx, caseId, rfiId);
+    await audit(ctx, session, "rfi.remind", `rfi:${rfiId}`, {
+      after: { reminderCount: after.reminderCount },
+    });
+    return seeOther(reply, done(caseId, "reminded", "rfi"));
+  });
+
+  scope.post<RfiParams>("/cases/:caseId/rfi/:rfiId/cancel", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId, rfiId } = request.params;
+    await getCase(ctx, session.tenantId, caseId);
+    const after = await cancelRequest(ctx, caseId, rfiId, session.userId);
+    await audit(ctx, session, "rfi.cancel", `rfi:${rfiId}`, {
+      before: { status: "pending" },
+      after: { status: after.status },
+    });
+    return seeOther(reply, done(caseId, "cancelled", "rfi"));
+  });
+
+  scope.post<RfiParams>("/cases/:caseId/rfi/:rfiId/answer", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId, rfiId } = request.params;
+    const form = formOf(request);
+    const keys = form.list("fieldKey");
+    const values = form.list("fieldValue");
+    const fields = keys
+      .map((key, i) => ({ key: key.trim(), value: (values[i] ?? "").trim() }))
+      .filter((f) => f.key !== "" || f.value !== "");
+    const documents = form.list("uploadId").map((uploadId) => ({ uploadId }));
+    if (fields.length === 0 && documents.length === 0)
+      throw badRequest("an answer needs a field or a document");
+    const result = await answerRequest(
+      ctx,
+      session.tenantId,
+      caseId,
+      rfiId,
+      { kind: "analyst", userId: session.userId },
+      { fields, documents },
+    );
+    await audit(ctx, session, "rfi.answer", `rfi:${rfiId}`, {
+      before: { status: "pending" },
+      after: { status: result.status, fieldCount: result.fieldCount, documentCount: result.documentCount },
+    });
+    return seeOther(reply, done(caseId, "answered", "rfi"));
+  });
+
+  scope.post<RfiParams>(
+    "/cases/:caseId/rfi/:rfiId/uploads",
+    { config: { console: { permission: "cases:review", json: true } } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const { caseId, rfiId } = request.params;
+      if (request.headers["content-type"]?.startsWith("application/json") !== true) {
+        throw new AppError("unsupported_media_type", "send the file's facts as JSON");
+      }
+      const slot = await mintUploadSlot(ctx, session.tenantId, caseId, rfiId, request.body);
+      return reply.status(201).send(slot);
+    },
+  );
+}

@@ -1,0 +1,84 @@
+import type { AppContext } from "../../platform/context.js";
+import { getApiKeys } from "../auth/api-keys.service.js";
+import { type CaseRecordView, getCase } from "../cases/cases.service.js";
+import { listPausedNodes, type PausedNode } from "../engine/callbacks.service.js";
+import { caseTrace, describeTrace } from "../engine/index.js";
+import { getTagOptions } from "../tags/tags.service.js";
+import { getUsers } from "../users/index.js";
+import { type DeliveryView, getDeliveries } from "../webhooks/deliveries.service.js";
+import type { JsonObject } from "../workflows/node-type.js";
+import { getVersion } from "../workflows/workflows.service.js";
+
+/** One step of the path a case took, with its node type's account of why it went where it went. */
+export interface TraceStep {
+  seq: number;
+  nodeId: string;
+  nodeType: string;
+  status: string;
+  startedAt: string;
+  output: unknown;
+  next: string | null;
+  /** "rule 2 (payload.amount > 1000) held", "+30 points", "band 2: decided declined"… */
+  facts: string[];
+}
+
+export interface CaseScreen {
+  record: CaseRecordView;
+  trace: TraceStep[];
+  paused: PausedNode[];
+  deliveries: DeliveryView[];
+  /** Enabled tag options the case does not carry yet. */
+  addableTags: string[];
+  /** `analyst:<id>` and `apikey:<id>` to the names people know them by. */
+  names: Map<string, string>;
+}
+
+/** Who the tenant's actors are, by their labels: users by name, keys by their name. */
+export async function actorNames(ctx: AppContext, tenantId: string): Promise<Map<string, string>> {
+  const [users, keys] = await Promise.all([getUsers(ctx, tenantId), getApiKeys(ctx, tenantId)]);
+  return new Map([
+    ...users.map((u) => [`analyst:${u.userId}`, u.name] as const),
+    ...keys.map((k) => [`apikey:${k.keyId}`, `API key “${k.name}”`] as const),
+  ]);
+}
+
+/** The engine's trace, each step told in the words of its node type, quoting the version's rules. */
+async function traceOf(ctx: AppContext, record: CaseRecordView, tenantId: string): Promise<TraceStep[]> {
+  const [trace, version] = await Promise.all([
+    caseTrace(ctx.db.root, tenantId, record.caseId),
+    getVersion(ctx, tenantId, record.workflowId, record.workflowVersion).catch(() => undefined),
+  ]);
+  return trace.map((entry) => ({
+    seq: entry.seq,
+    nodeId: entry.nodeId,
+    nodeType: entry.nodeType,
+    status: entry.status,
+    startedAt: entry.startedAt,
+    output: entry.output,
+    next: entry.next,
+    facts: describeTrace([entry], version?.definition as JsonObject | undefined)
+      .slice(1)
+      .map((line) => line.trim()),
+  }));
+}
+
+/** Everything the case page shows, read through the services the APIs use; 404 for another tenant's case. */
+export async function caseScreen(ctx: AppContext, tenantId: string, caseId: string): Promise<CaseScreen> {
+  const record = await getCase(ctx, tenantId, caseId);
+  const [trace, paused, deliveries, options, names] = await Promise.all([
+    traceOf(ctx, record, tenantId),
+    listPausedNodes(ctx, tenantId, caseId),
+    getDeliveries(ctx, tenantId, { caseId, limit: 25 }),
+    getTagOptions(ctx, tenantId),
+    actorNames(ctx, tenantId),
+  ]);
+  const carried = new Set(record.tags.map((t) => t.tag));
+  return {
+    record,
+    trace,
+    paused,
+    deliveries: deliveries.deliveries,
+    addableTags: options.filter((o) => o.enabled && !carried.has(o.tag)).map((o) => o.tag),
+    names,
+  };
+}

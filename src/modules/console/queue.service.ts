@@ -1,0 +1,84 @@
+import type { AppContext } from "../../platform/context.js";
+import { badRequest } from "../../platform/errors.js";
+import { CASE_TYPES } from "../cases/case-status.js";
+import { getTagOptions } from "../tags/tags.service.js";
+import { getWorkflows } from "../workflows/workflows.service.js";
+import { countQueue, listQueue, QUEUE_STATUSES, type QueueRow, type QueueStatus } from "./queue.repo.js";
+
+export const PAGE_SIZE = 50;
+export const COUNT_CAP = 1000;
+
+/** The age filter's choices: cases at least this old. */
+export const AGES = { "1h": 1, "24h": 24, "3d": 72, "7d": 168, "30d": 720 } as const;
+export type Age = keyof typeof AGES;
+
+export interface QueueQuery {
+  status?: string;
+  type?: string;
+  workflowId?: string;
+  tag?: string;
+  age?: string;
+  cursor?: string;
+}
+
+export interface QueuePage {
+  filters: { status: QueueStatus; type: string; workflowId: string; tag: string; age: string };
+  rows: QueueRow[];
+  counts: Record<QueueStatus, number>;
+  nextCursor: string | null;
+  /** Past the first page. */
+  paged: boolean;
+  workflows: string[];
+  tags: string[];
+}
+
+function encodeCursor(row: QueueRow): string {
+  return Buffer.from(`${row.created_at.toISOString()}|${row.id}`).toString("base64url");
+}
+
+function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
+  const createdAt = at ? new Date(at) : undefined;
+  if (!createdAt || Number.isNaN(createdAt.getTime()) || !id || !/^[0-9a-f-]{36}$/.test(id)) {
+    throw badRequest("this page link is not one the console made");
+  }
+  return { createdAt, id };
+}
+
+function oneOf<T extends string>(
+  value: string | undefined,
+  allowed: readonly T[],
+  what: string,
+): T | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (!(allowed as readonly string[]).includes(value)) throw badRequest(`unknown ${what} "${value}"`);
+  return value as T;
+}
+
+/** The review queue of a tenant: one status at a time, oldest first, filtered and paged. */
+export async function reviewQueue(ctx: AppContext, tenantId: string, q: QueueQuery): Promise<QueuePage> {
+  const status = oneOf(q.status, QUEUE_STATUSES, "status") ?? "in_review";
+  const type = oneOf(q.type, CASE_TYPES, "case type");
+  const age = oneOf(q.age, Object.keys(AGES) as Age[], "age");
+  const workflowId = q.workflowId?.slice(0, 200) || undefined;
+  const tag = q.tag?.slice(0, 64) || undefined;
+  const after = q.cursor ? decodeCursor(q.cursor) : undefined;
+  const createdBefore = age ? new Date(Date.now() - AGES[age] * 3_600_000) : undefined;
+  const [rows, counts, workflows, tags] = await Promise.all([
+    listQueue(ctx.db.root, tenantId, { status, type, workflowId, tag, createdBefore }, PAGE_SIZE + 1, after),
+    countQueue(ctx.db.root, tenantId, COUNT_CAP),
+    getWorkflows(ctx, tenantId),
+    getTagOptions(ctx, tenantId),
+  ]);
+  const page = rows.slice(0, PAGE_SIZE);
+  const last = page.at(-1);
+  return {
+    filters: { status, type: type ?? "", workflowId: workflowId ?? "", tag: tag ?? "", age: age ?? "" },
+    rows: page,
+    counts,
+    nextCursor: rows.length > PAGE_SIZE && last ? encodeCursor(last) : null,
+    paged: after !== undefined,
+    workflows: workflows.map((w) => w.workflowId),
+    tags: tags.map((t) => t.tag),
+  };
+}

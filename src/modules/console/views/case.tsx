@@ -1,0 +1,568 @@
+import { DECISION_VALUES } from "../../cases/case-status.js";
+import type { InformationRequestView } from "../../rfi/rfi.service.js";
+import { can } from "../../users/index.js";
+import type { CaseScreen, TraceStep } from "../case.service.js";
+import { ActorName, Badge, Fields, label, Panel, Time } from "./components.js";
+import { Csrf, Layout, Notice, type PageContext } from "./layout.js";
+
+export const CASE_NOTICES: Record<string, string> = {
+  decision: "The decision was overridden.",
+  closed: "The case was closed.",
+  tagged: "The tag was added.",
+  untagged: "The tag was removed.",
+  raised: "The information request was raised and sent.",
+  reminded: "A reminder was sent.",
+  cancelled: "The information request was cancelled.",
+  answered: "The answer was recorded.",
+};
+
+type Names = ReadonlyMap<string, string>;
+
+function caseTitle(screen: CaseScreen): string {
+  const name = (screen.record.subject as { displayName?: unknown }).displayName;
+  return typeof name === "string" && name.trim() ? name : `Case ${screen.record.caseId.slice(0, 8)}`;
+}
+
+function DecisionPanel({ screen, names }: { screen: CaseScreen; names: Names }) {
+  const { decision, decisionHistory, workflow_result } = screen.record.result as {
+    decision: { value: string; source: string; actor: string; decidedAt: string; reason?: string } | null;
+    decisionHistory: Array<{
+      value: string;
+      source: string;
+      actor: string;
+      decidedAt: string;
+      reason?: string;
+    }>;
+    workflow_result: unknown;
+  };
+  return (
+    <Panel title="Decision" id="decision">
+      {decision ? (
+        <p>
+          <Badge value={decision.value} /> by <ActorName actor={decision.actor} names={names} /> (
+          {label(decision.source)}
+          ), <Time iso={decision.decidedAt} />
+          {decision.reason ? <span> — “{decision.reason}”</span> : null}
+        </p>
+      ) : (
+        <p class="muted">No decision yet.</p>
+      )}
+      {decisionHistory.length > 0 ? (
+        <div class="table-wrap">
+          <table>
+            <caption class="skip">Decision history</caption>
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Decision</th>
+                <th scope="col">By</th>
+                <th scope="col">Reason</th>
+              </tr>
+            </thead>
+            <tbody>
+              {decisionHistory.map((d) => (
+                <tr>
+                  <td>
+                    <Time iso={d.decidedAt} />
+                  </td>
+                  <td>
+                    <Badge value={d.value} />
+                  </td>
+                  <td>
+                    <ActorName actor={d.actor} names={names} />{" "}
+                    <span class="muted small">{label(d.source)}</span>
+                  </td>
+                  <td>{d.reason ?? <span class="muted">—</span>}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      {workflow_result !== null && workflow_result !== undefined ? (
+        <>
+          <h3>Workflow result</h3>
+          <Fields value={workflow_result} />
+        </>
+      ) : null}
+      {screen.record.error ? (
+        <>
+          <h3>Error</h3>
+          <Fields value={screen.record.error} />
+        </>
+      ) : null}
+    </Panel>
+  );
+}
+
+function TracePanel({ trace }: { trace: TraceStep[] }) {
+  return (
+    <Panel title="Path through the workflow" id="trace">
+      {trace.length === 0 ? (
+        <p class="muted">The workflow has not run a step yet.</p>
+      ) : (
+        <ol class="trace">
+          {trace.map((step) => (
+            <li class={step.status}>
+              <div>
+                <strong class="mono">{step.nodeId}</strong> <span class="muted">{step.nodeType}</span>{" "}
+                <Badge value={step.status} />
+                {step.next ? (
+                  <span class="muted">
+                    {" "}
+                    → <span class="mono">{step.next}</span>
+                  </span>
+                ) : null}
+              </div>
+              {step.facts.length > 0 ? (
+                <ul class="why">
+                  {step.facts.map((fact) => (
+                    <li>{fact}</li>
+                  ))}
+                </ul>
+              ) : null}
+              {step.output !== null && step.output !== undefined ? (
+                <details>
+                  <summary class="small">Output</summary>
+                  <Fields value={step.output} />
+                </details>
+              ) : null}
+              <div class="small muted">
+                <Time iso={step.startedAt} />
+              </div>
+            </li>
+          ))}
+        </ol>
+      )}
+    </Panel>
+  );
+}
+
+function Document({
+  caseId,
+  doc,
+}: {
+  caseId: string;
+  doc: { uploadId: string; filename: string; contentType: string; sizeBytes: number; label: string | null };
+}) {
+  const src = `/console/cases/${caseId}/documents/${doc.uploadId}`;
+  return (
+    <figure class="doc">
+      {doc.contentType === "application/pdf" ? (
+        <iframe src={src} sandbox="" title={`Document ${doc.filename}`} loading="lazy" />
+      ) : (
+        <img src={src} alt={doc.label ?? doc.filename} loading="lazy" />
+      )}
+      <figcaption class="small">
+        <a href={src} download={doc.filename}>
+          {doc.filename}
+        </a>{" "}
+        <span class="muted">
+          {doc.contentType}, {Math.ceil(doc.sizeBytes / 1024)} KB{doc.label ? ` — ${doc.label}` : ""}
+        </span>
+      </figcaption>
+    </figure>
+  );
+}
+
+function RequestCard({
+  page,
+  caseId,
+  rfi,
+  names,
+  canAct,
+}: {
+  page: PageContext;
+  caseId: string;
+  rfi: InformationRequestView;
+  names: Names;
+  canAct: boolean;
+}) {
+  const base = `/console/cases/${caseId}/rfi/${rfi.rfiId}`;
+  const pending = rfi.status === "pending";
+  return (
+    <article class="rfi" aria-label={`Information request: ${rfi.subject}`}>
+      <header>
+        <div>
+          <strong>{rfi.subject}</strong> <Badge value={rfi.status} />
+          <div class="small muted">
+            To {rfi.to}
+            {rfi.cc.length > 0 ? ` (cc ${rfi.cc.join(", ")})` : ""} · raised by{" "}
+            <ActorName actor={rfi.requestedBy} names={names} /> <Time iso={rfi.createdAt} />
+            {rfi.expiresAt ? (
+              <>
+                {" "}
+                · due <Time iso={rfi.expiresAt} />
+              </>
+            ) : null}
+            {rfi.reminderCount > 0 ? ` · ${rfi.reminderCount} reminder(s)` : ""}
+          </div>
+        </div>
+        {canAct && pending ? (
+          <div class="actions">
+            <form method="post" action={`${base}/remind`}>
+              <Csrf page={page} />
+              <button type="submit">Send reminder</button>
+            </form>
+            <form method="post" action={`${base}/cancel`} data-confirm="Cancel this information request?">
+              <Csrf page={page} />
+              <button type="submit" class="danger">
+                Cancel request
+              </button>
+            </form>
+          </div>
+        ) : null}
+      </header>
+      <details>
+        <summary class="small">Message</summary>
+        <pre>{rfi.body}</pre>
+      </details>
+      {rfi.answer ? (
+        <div>
+          <h3>
+            Answer by <ActorName actor={rfi.answer.answeredBy} names={names} />,{" "}
+            <Time iso={rfi.answer.answeredAt} />
+          </h3>
+          {rfi.answer.fields.length > 0 ? (
+            <dl class="kv">
+              {rfi.answer.fields.map((f) => (
+                <>
+                  <dt>{f.label ?? f.key}</dt>
+                  <dd>{f.value === null ? "—" : String(f.value)}</dd>
+                </>
+              ))}
+            </dl>
+          ) : null}
+          {rfi.answer.documents.length > 0 ? (
+            <div class="docs">
+              {rfi.answer.documents.map((doc) => (
+                <Document caseId={caseId} doc={doc} />
+              ))}
+            </div>
+          ) : null}
+        </div>
+      ) : null}
+      {canAct && pending ? (
+        <details>
+          <summary>Answer on the customer's behalf</summary>
+          <form method="post" action={`${base}/answer`} class="stack" data-upload={`${base}/uploads`}>
+            <Csrf page={page} />
+            <div data-field-rows>
+              <div class="answer-row">
+                <label class="field">
+                  Field name
+                  <input
+                    type="text"
+                    name="fieldKey"
+                    pattern="[A-Za-z_][A-Za-z0-9_]*"
+                    placeholder="source_of_funds"
+                  />
+                </label>
+                <label class="field">
+                  Value
+                  <input type="text" name="fieldValue" />
+                </label>
+              </div>
+            </div>
+            <button type="button" data-add-field={`field-template-${rfi.rfiId}`}>
+              Add a field
+            </button>
+            <template id={`field-template-${rfi.rfiId}`}>
+              <div class="answer-row">
+                <label class="field">
+                  Field name
+                  <input type="text" name="fieldKey" pattern="[A-Za-z_][A-Za-z0-9_]*" />
+                </label>
+                <label class="field">
+                  Value
+                  <input type="text" name="fieldValue" />
+                </label>
+              </div>
+            </template>
+            <label class="field">
+              Documents <span class="hint">PDF, JPEG or PNG, up to 20 MB each</span>
+              <input type="file" name="documents" multiple accept="application/pdf,image/jpeg,image/png" />
+            </label>
+            <p class="small muted" data-upload-status aria-live="polite" />
+            <button type="submit" class="primary">
+              Record the answer
+            </button>
+          </form>
+        </details>
+      ) : null}
+    </article>
+  );
+}
+
+function RequestsPanel({ page, screen, canAct }: { page: PageContext; screen: CaseScreen; canAct: boolean }) {
+  const requests = screen.record.informationRequests as InformationRequestView[];
+  const caseId = screen.record.caseId;
+  return (
+    <Panel title="Information requests" id="rfi">
+      {requests.length === 0 ? <p class="muted">No information has been requested on this case.</p> : null}
+      {requests.map((rfi) => (
+        <RequestCard page={page} caseId={caseId} rfi={rfi} names={screen.names} canAct={canAct} />
+      ))}
+      {canAct ? (
+        <details>
+          <summary>Request information</summary>
+          <form method="post" action={`/console/cases/${caseId}/rfi`} class="stack">
+            <Csrf page={page} />
+            <label class="field">
+              To <span class="hint">the customer's email address</span>
+              <input type="email" name="to" required />
+            </label>
+            <label class="field">
+              Cc <span class="hint">optional, comma-separated</span>
+              <input type="text" name="cc" />
+            </label>
+            <label class="field">
+              Subject
+              <input type="text" name="subject" required maxLength={1000} />
+            </label>
+            <label class="field">
+              Message
+              <textarea name="body" required />
+            </label>
+            <label class="field">
+              Deadline (UTC) <span class="hint">optional</span>
+              <input type="datetime-local" name="expiresAt" />
+            </label>
+            <button type="submit" class="primary">
+              Send the request
+            </button>
+          </form>
+        </details>
+      ) : null}
+    </Panel>
+  );
+}
+
+function ActionsPanel({ page, screen }: { page: PageContext; screen: CaseScreen }) {
+  const caseId = screen.record.caseId;
+  const hasDecision = (screen.record.result as { decision: unknown }).decision !== null;
+  return (
+    <Panel title="Review" id="review">
+      {hasDecision ? (
+        <form method="post" action={`/console/cases/${caseId}/decision`} class="stack">
+          <Csrf page={page} />
+          <label class="field">
+            New decision
+            <select name="value" required>
+              {DECISION_VALUES.map((v) => (
+                <option value={v}>{label(v)}</option>
+              ))}
+            </select>
+          </label>
+          <label class="field">
+            Reason <span class="hint">required; the partner sees it in the history</span>
+            <textarea name="reason" required maxLength={2000} />
+          </label>
+          <button type="submit" class="primary">
+            Override the decision
+          </button>
+        </form>
+      ) : (
+        <p class="muted">The workflow has not decided yet; the decision can be overridden once it has.</p>
+      )}
+      <form
+        method="post"
+        action={`/console/cases/${caseId}/close`}
+        data-confirm="Close this case for good? Nothing more will happen on it."
+      >
+        <Csrf page={page} />
+        <h3>Close the case</h3>
+        <p class="small muted">Stops whatever it waits on. A closed case cannot be reopened.</p>
+        <button type="submit" class="danger">
+          Close the case
+        </button>
+      </form>
+    </Panel>
+  );
+}
+
+function TagsPanel({ page, screen, canAct }: { page: PageContext; screen: CaseScreen; canAct: boolean }) {
+  const caseId = screen.record.caseId;
+  return (
+    <Panel title="Tags" id="tags">
+      {screen.record.tags.length === 0 ? <p class="muted">No tags.</p> : null}
+      <div>
+        {screen.record.tags.map((t) => (
+          <span class="chip" title={`added by ${screen.names.get(t.createdBy) ?? t.createdBy}`}>
+            {t.tag}
+            {canAct ? (
+              <form method="post" action={`/console/cases/${caseId}/tags/remove`}>
+                <Csrf page={page} />
+                <input type="hidden" name="tag" value={t.tag} />
+                <button type="submit" aria-label={`Remove tag ${t.tag}`}>
+                  ×
+                </button>
+              </form>
+            ) : null}
+          </span>
+        ))}
+      </div>
+      {canAct && screen.addableTags.length > 0 ? (
+        <form method="post" action={`/console/cases/${caseId}/tags`} class="actions">
+          <Csrf page={page} />
+          <label class="field">
+            Add a tag
+            <select name="tag" required>
+              {screen.addableTags.map((t) => (
+                <option value={t}>{t}</option>
+              ))}
+            </select>
+          </label>
+          <button type="submit">Add</button>
+        </form>
+      ) : null}
+    </Panel>
+  );
+}
+
+function PendingPanel({ screen }: { screen: CaseScreen }) {
+  return (
+    <Panel title="Waiting on" id="pending">
+      {screen.paused.length === 0 ? (
+        <p class="muted">Nothing outside the service is being waited on.</p>
+      ) : (
+        <ul>
+          {screen.paused.map((p) => (
+            <li>
+              <span class="mono">{p.nodeId}</span>
+              {p.providerId ? ` (provider ${p.providerId})` : " (callback)"}
+              {p.expiresAt ? (
+                <>
+                  , until <Time iso={p.expiresAt} />
+                </>
+              ) : null}
+              {p.availableActions.length > 0 ? (
+                <div class="small muted">Actions: {p.availableActions.map((a) => a.label).join(", ")}</div>
+              ) : null}
+            </li>
+          ))}
+        </ul>
+      )}
+    </Panel>
+  );
+}
+
+function DeliveriesPanel({ screen }: { screen: CaseScreen }) {
+  return (
+    <Panel title="Webhook deliveries" id="deliveries">
+      {screen.deliveries.length === 0 ? (
+        <p class="muted">No webhook has been sent about this case.</p>
+      ) : (
+        <div class="table-wrap">
+          <table>
+            <caption class="skip">Webhook deliveries of this case</caption>
+            <thead>
+              <tr>
+                <th scope="col">Event</th>
+                <th scope="col">Status</th>
+                <th scope="col" class="num">
+                  Attempts
+                </th>
+                <th scope="col" class="hide-narrow">
+                  Endpoint
+                </th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {screen.deliveries.map((d) => (
+                <tr>
+                  <td class="mono">{d.eventType}</td>
+                  <td>
+                    <Badge value={d.status} />
+                    {d.lastError ? <div class="small muted">{d.lastError}</div> : null}
+                  </td>
+                  <td class="num">{d.attemptCount}</td>
+                  <td class="hide-narrow">{d.webhookKey}</td>
+                  <td>
+                    <Time iso={d.createdAt} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </Panel>
+  );
+}
+
+export function CasePageView({
+  page,
+  screen,
+  notice,
+}: {
+  page: PageContext;
+  screen: CaseScreen;
+  notice?: string;
+}) {
+  const r = screen.record;
+  const session = page.session;
+  const terminal = r.status === "closed" || r.status === "failed";
+  const canAct = Boolean(session && can(session.role, "cases:review")) && !terminal && !r.dryRun;
+  const decision = (r.result as { decision: { value: string } | null }).decision;
+  return (
+    <Layout page={page} title={caseTitle(screen)}>
+      <div class="page-head">
+        <div>
+          <p class="small">
+            <a href="/console/queue">Review queue</a> ›
+          </p>
+          <h1>{caseTitle(screen)}</h1>
+          <p>
+            <Badge value={r.status} />{" "}
+            {decision ? <Badge value={decision.value} text={`decision: ${label(decision.value)}`} /> : null}{" "}
+            {r.dryRun ? <Badge value="dry_run" text="dry run" /> : null} {r.type} · {r.workflowId} v
+            {r.workflowVersion} · created <Time iso={r.createdAt} />
+          </p>
+        </div>
+      </div>
+      {notice ? <Notice kind="ok">{notice}</Notice> : null}
+      <div class="grid grid-case">
+        <div>
+          <DecisionPanel screen={screen} names={screen.names} />
+          <TracePanel trace={screen.trace} />
+          <RequestsPanel page={page} screen={screen} canAct={canAct} />
+          <Panel title="Subject" id="subject">
+            <Fields value={r.subject} />
+          </Panel>
+          <Panel title="Payload" id="payload">
+            <Fields value={r.payload} empty="No payload." />
+          </Panel>
+          <Panel title="Metadata" id="metadata">
+            <Fields value={r.metadata} empty="No metadata." />
+          </Panel>
+          <DeliveriesPanel screen={screen} />
+        </div>
+        <div>
+          {canAct ? <ActionsPanel page={page} screen={screen} /> : null}
+          <TagsPanel page={page} screen={screen} canAct={canAct} />
+          <PendingPanel screen={screen} />
+          <Panel title="Identifiers" id="ids">
+            <dl class="kv small">
+              <dt>Case id</dt>
+              <dd class="mono">{r.caseId}</dd>
+              <dt>Request id</dt>
+              <dd class="mono">{r.requestId}</dd>
+              <dt>Customer</dt>
+              <dd>{r.externalCustomerId ?? "—"}</dd>
+              <dt>Event time</dt>
+              <dd>
+                <Time iso={r.eventTimestamp} />
+              </dd>
+              <dt>Updated</dt>
+              <dd>
+                <Time iso={r.updatedAt} />
+              </dd>
+            </dl>
+          </Panel>
+        </div>
+      </div>
+    </Layout>
+  );
+}

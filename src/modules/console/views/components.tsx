@@ -1,0 +1,114 @@
+import type { ComponentChildren } from "preact";
+
+type Tone = "amber" | "blue" | "red" | "green" | "grey";
+
+/** amber: a person must act; blue: waiting on something outside; red: refused or broken; green: approved. */
+const STATUS_TONE: Record<string, Tone> = {
+  received: "blue",
+  running: "blue",
+  waiting: "blue",
+  in_review: "amber",
+  decided: "grey",
+  failed: "red",
+  closed: "grey",
+  approved: "green",
+  declined: "red",
+  pending: "amber",
+  answered: "green",
+  expired: "grey",
+  cancelled: "grey",
+  succeeded: "green",
+  completed: "green",
+  invited: "amber",
+  active: "green",
+  enabled: "green",
+  disabled: "grey",
+};
+
+export function label(value: string): string {
+  return value.replaceAll("_", " ");
+}
+
+export function Badge({ value, text }: { value: string; text?: string }) {
+  return <span class={`badge badge-${STATUS_TONE[value] ?? "grey"}`}>{text ?? label(value)}</span>;
+}
+
+export function formatTime(iso: string | null | undefined, seconds = false): string {
+  if (!iso) return "—";
+  return `${iso.slice(0, 10)} ${iso.slice(11, seconds ? 19 : 16)} UTC`;
+}
+
+export function age(iso: string, now = Date.now()): string {
+  const minutes = Math.max(0, Math.floor((now - new Date(iso).getTime()) / 60_000));
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h`;
+  return `${Math.floor(hours / 24)} d`;
+}
+
+export function Time({ iso, seconds }: { iso: string | null | undefined; seconds?: boolean }) {
+  if (!iso) return <span class="muted">—</span>;
+  return <time datetime={iso}>{formatTime(iso, seconds)}</time>;
+}
+
+/** `analyst:<userId>` shown as the user's name where it is known. */
+export function ActorName({ actor, names }: { actor: string | null; names: ReadonlyMap<string, string> }) {
+  if (!actor) return <span class="muted">—</span>;
+  const name = names.get(actor);
+  return name ? (
+    <span title={actor}>{name}</span>
+  ) : (
+    <span class="mono" title={actor}>
+      {actor}
+    </span>
+  );
+}
+
+function scalar(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "string") return value;
+  return JSON.stringify(value);
+}
+
+/** Nested JSON as a flat list of dotted paths: readable at a glance, every value escaped. */
+export function flatten(
+  value: unknown,
+  prefix = "",
+  out: Array<[string, string]> = [],
+): Array<[string, string]> {
+  if (value !== null && typeof value === "object") {
+    const entries = Array.isArray(value)
+      ? value.map((v, i) => [String(i), v] as const)
+      : Object.entries(value as Record<string, unknown>);
+    if (entries.length === 0) out.push([prefix || "(empty)", Array.isArray(value) ? "[]" : "{}"]);
+    for (const [k, v] of entries) flatten(v, prefix ? `${prefix}.${k}` : k, out);
+  } else {
+    out.push([prefix || "(value)", scalar(value)]);
+  }
+  return out;
+}
+
+export function Fields({ value, empty = "Nothing recorded." }: { value: unknown; empty?: string }) {
+  const rows = flatten(value);
+  if (rows.length === 0 || (rows.length === 1 && rows[0]?.[1] === "{}")) return <p class="muted">{empty}</p>;
+  return (
+    <dl class="kv">
+      {rows.map(([k, v]) => (
+        <>
+          <dt class="mono">{k}</dt>
+          <dd>{v}</dd>
+        </>
+      ))}
+    </dl>
+  );
+}
+
+export function Panel({ title, id, children }: { title: string; id?: string; children: ComponentChildren }) {
+  const headingId = id ? `${id}-title` : undefined;
+  return (
+    <section class="panel" id={id} aria-labelledby={headingId}>
+      <h2 id={headingId}>{title}</h2>
+      {children}
+    </section>
+  );
+}

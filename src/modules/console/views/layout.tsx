@@ -1,0 +1,139 @@
+import type { ComponentChildren } from "preact";
+import { renderToString } from "preact-render-to-string";
+import { type ConsoleSession, can } from "../../users/index.js";
+import { ASSET_VERSION } from "../assets.js";
+
+/** What every page knows: who is signed in, the form token, and where it is. */
+export interface PageContext {
+  session: ConsoleSession | undefined;
+  csrf: string;
+  path: string;
+}
+
+/** The CSRF token every form carries (checked by @fastify/csrf-protection). */
+export function Csrf({ page }: { page: PageContext }) {
+  return <input type="hidden" name="_csrf" value={page.csrf} />;
+}
+
+function NavLink({ page, href, children }: { page: PageContext; href: string; children: ComponentChildren }) {
+  const current = page.path === href || page.path.startsWith(`${href}/`);
+  return (
+    <a href={href} aria-current={current ? "page" : undefined}>
+      {children}
+    </a>
+  );
+}
+
+export function Layout({
+  page,
+  title,
+  children,
+}: {
+  page: PageContext;
+  title: string;
+  children: ComponentChildren;
+}) {
+  const session = page.session;
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="csrf-token" content={page.csrf} />
+        <title>{`${title} · Case console`}</title>
+        <link rel="stylesheet" href={`/console/assets/console.css?v=${ASSET_VERSION}`} />
+        <script src={`/console/assets/console.js?v=${ASSET_VERSION}`} defer />
+      </head>
+      <body>
+        <a class="skip" href="#main">
+          Skip to content
+        </a>
+        <header class="topbar">
+          <div class="topbar-inner">
+            <a class="product" href="/console/queue">
+              Case console{session ? <small>{session.tenantName}</small> : null}
+            </a>
+            {session ? (
+              <nav class="nav" aria-label="Main">
+                <NavLink page={page} href="/console/queue">
+                  Review queue
+                </NavLink>
+                <NavLink page={page} href="/console/audit">
+                  Audit log
+                </NavLink>
+                {can(session.role, "users:manage") ? (
+                  <NavLink page={page} href="/console/settings">
+                    Settings
+                  </NavLink>
+                ) : null}
+              </nav>
+            ) : null}
+            {session ? (
+              <div class="who">
+                <span>
+                  {session.name} <span class="badge badge-grey">{session.role}</span>
+                </span>
+                <form method="post" action="/console/sign-out">
+                  <Csrf page={page} />
+                  <button type="submit">Sign out</button>
+                </form>
+              </div>
+            ) : null}
+          </div>
+        </header>
+        <main id="main" tabIndex={-1}>
+          {children}
+        </main>
+      </body>
+    </html>
+  );
+}
+
+export function renderPage(node: preact.VNode): string {
+  return `<!doctype html>${renderToString(node)}`;
+}
+
+export function Notice({ kind, children }: { kind: "ok" | "error" | "info"; children: ComponentChildren }) {
+  return (
+    <div class={`notice notice-${kind}`} role={kind === "error" ? "alert" : "status"}>
+      {children}
+    </div>
+  );
+}
+
+/** A page of its own for an error: what went wrong and the way back. */
+export function ErrorPage({
+  page,
+  status,
+  message,
+  back,
+}: {
+  page: PageContext;
+  status: number;
+  message: string;
+  back: string;
+}) {
+  const title =
+    status === 403
+      ? "Not allowed"
+      : status === 404
+        ? "Not found"
+        : status === 409
+          ? "Not possible now"
+          : status === 429
+            ? "Too many attempts"
+            : status >= 500
+              ? "Something went wrong"
+              : "That did not work";
+  return (
+    <Layout page={page} title={title}>
+      <div class="panel">
+        <h1>{title}</h1>
+        <Notice kind="error">{message}</Notice>
+        <a class="button" href={back}>
+          Go back
+        </a>
+      </div>
+    </Layout>
+  );
+}

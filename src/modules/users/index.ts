@@ -1,0 +1,17 @@
+import type { FeatureModule } from "../../platform/app-types.js";
+import { usersCli } from "./users.cli.js";
+import { usersRoutes } from "./users.routes.js";
+
+export { type AuditEntry, type AuditRow, insertAudit, listAudit } from "./audit.repo.js";
+export { can, type Permission, permissionsOf, ROLES, type Role } from "./roles.js";
+export {
+  type ConsoleSession,
+  SESSION_HOURS,
+  SIGNIN_LIMITS,
+  sessionFor,
+  signIn,
+  signOut,
+} from "./sessions.service.js";
+export * from "./users.service.js";
+
+export const usersModule: FeatureModule = { name: "users", routes: usersRoutes, cli: usersCli };

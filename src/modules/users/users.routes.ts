@@ -1,0 +1,100 @@
+import { Type } from "typebox";
+import type { App } from "../../platform/app-types.js";
+import type { AppContext } from "../../platform/context.js";
+import { ROLES } from "./roles.js";
+import { createUser, getUsers, removeUser } from "./users.service.js";
+
+const ErrorBody = Type.Object({
+  error: Type.String(),
+  details: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
+});
+
+const User = Type.Object({
+  userId: Type.String({ format: "uuid" }),
+  email: Type.String(),
+  name: Type.String(),
+  role: Type.Enum([...ROLES]),
+  status: Type.Enum(["invited", "active"], { description: "`invited` until the setup link has been used" }),
+  createdAt: Type.String({ format: "date-time" }),
+});
+
+const TenantParams = Type.Object({ tenantId: Type.String() });
+const TAGS = ["operator: console users"];
+const unauthorized = { 401: { description: "Missing or wrong operator token", ...ErrorBody } };
+
+/** The operator API of console users (contract section 3). */
+export function usersRoutes(app: App, ctx: AppContext): void {
+  app.post(
+    "/admin/tenants/:tenantId/users",
+    {
+      config: { admin: true },
+      schema: {
+        tags: TAGS,
+        summary: "Create a console user; the answer's setupUrl is a one-time link to set a password",
+        description:
+          "The email is the sign-in name and is unique across tenants. `setupUrl` is shown this once and " +
+          "stays usable for 7 days.",
+        params: TenantParams,
+        body: Type.Object(
+          {
+            email: Type.String({ minLength: 3, maxLength: 320 }),
+            name: Type.String({ minLength: 1, maxLength: 200 }),
+            role: Type.Enum([...ROLES]),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          201: Type.Intersect([
+            User,
+            Type.Object({ setupUrl: Type.String(), setupExpiresAt: Type.String({ format: "date-time" }) }),
+          ]),
+          400: { description: "Invalid email, name or role", ...ErrorBody },
+          ...unauthorized,
+          404: { description: "Unknown tenant", ...ErrorBody },
+          409: { description: "A user with this email exists", ...ErrorBody },
+        },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(await createUser(ctx, request.params.tenantId, request.body, "operator")),
+  );
+
+  app.get(
+    "/admin/tenants/:tenantId/users",
+    {
+      config: { admin: true },
+      schema: {
+        tags: TAGS,
+        summary: "List a tenant's console users",
+        params: TenantParams,
+        response: {
+          200: Type.Object({ users: Type.Array(User) }),
+          ...unauthorized,
+          404: { description: "Unknown tenant", ...ErrorBody },
+        },
+      },
+    },
+    async (request) => ({ users: await getUsers(ctx, request.params.tenantId) }),
+  );
+
+  app.delete(
+    "/admin/tenants/:tenantId/users/:userId",
+    {
+      config: { admin: true },
+      schema: {
+        tags: TAGS,
+        summary: "Delete a console user; their sessions end at once",
+        params: Type.Object({ tenantId: Type.String(), userId: Type.String() }),
+        response: {
+          204: Type.Null({ description: "Deleted" }),
+          ...unauthorized,
+          404: { description: "Unknown tenant or user", ...ErrorBody },
+        },
+      },
+    },
+    async (request, reply) => {
+      await removeUser(ctx, request.params.tenantId, request.params.userId, "operator");
+      return reply.status(204).send(null);
+    },
+  );
+}

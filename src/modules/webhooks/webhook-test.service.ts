@@ -1,0 +1,25 @@
+import type { AppContext } from "../../platform/context.js";
+import { emitEvent } from "../events/events.js";
+import { getWebhookConfig } from "./webhook-configs.service.js";
+
+/**
+ * Sends `webhook.test` to one configuration, through the outbox like any event: signed, retried,
+ * and in the delivery log, so that a partner can check their endpoint and its signature check.
+ */
+export async function sendTestEvent(ctx: AppContext, tenantId: string, webhookKey: string): Promise<string> {
+  await getWebhookConfig(ctx, tenantId, webhookKey);
+  return ctx.db.transaction((tx) =>
+    emitEvent(tx, {
+      tenantId,
+      caseId: null,
+      type: "webhook.test",
+      webhookKey,
+      payload: {
+        event_type: "webhook.test",
+        tenant_id: tenantId,
+        webhook_key: webhookKey,
+        timestamp: new Date().toISOString(),
+      },
+    }),
+  );
+}
