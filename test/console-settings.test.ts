@@ -228,3 +228,27 @@ describe("users", () => {
     expect((await other.browser.get("/console/")).headers.location).toBe("/console/queue");
   });
 });
+
+describe("providers", () => {
+  it("lists the tenant's configured providers without their credentials, and no other tenant's", async () => {
+    const tenantId = await createTenant(h.app);
+    const otherTenant = await createTenant(h.app);
+    const { browser } = await signedIn(h.app, tenantId, "admin");
+    expect((await browser.get("/console/settings/providers")).body).toContain("No provider is configured");
+    const configure = (t: string, baseUrl: string) =>
+      h.app.inject({
+        method: "PUT",
+        url: `/admin/tenants/${t}/providers/opensanctions`,
+        headers: adminHeaders,
+        payload: { baseUrl, credentials: { apiKey: "opensanctions-api-key-value-0001" } },
+      });
+    expect((await configure(tenantId, "https://screening.example/")).statusCode).toBe(200);
+    expect((await configure(otherTenant, "https://other-tenant.example/")).statusCode).toBe(200);
+    const page = await browser.get("/console/settings/providers");
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain("opensanctions");
+    expect(page.body).toContain("https://screening.example");
+    expect(page.body).not.toContain("other-tenant.example");
+    expect(page.body).not.toContain("opensanctions-api-key-value-0001");
+  });
+});

@@ -1,10 +1,9 @@
 import type { AppContext } from "../../platform/context.js";
+import { getProviderConfigs } from "../providers/index.js";
 import type { ProviderRow } from "./views/settings.js";
 
-/**
- * The tenant's configured verification providers, or undefined while this build has no
- * providers feature: the screen then says so instead of showing an empty list.
- */
-export async function listProviders(_ctx: AppContext, _tenantId: string): Promise<ProviderRow[] | undefined> {
-  return undefined;
+/** The tenant's configured verification providers, as the operator API lists them (no secrets). */
+export async function listProviders(ctx: AppContext, tenantId: string): Promise<ProviderRow[]> {
+  const configs = await getProviderConfigs(ctx, tenantId);
+  return configs.map(({ brokerId, baseUrl, configuredAt }) => ({ brokerId, baseUrl, configuredAt }));
 }

@@ -9,6 +9,8 @@ import { vendorEventsRoutes } from "./vendor-events.routes.js";
 import { handleVendorEvent, VENDOR_EVENT_JOB, type VendorEventJob } from "./vendor-events.service.js";
 import { vendorPollHandler } from "./vendor-poll.job.js";
 
+export { getProviderConfigs } from "./provider-configs.service.js";
+
 registerNodeTypes(providerNode);
 
 /**

@@ -505,13 +505,7 @@ export interface ProviderRow {
   configuredAt: string;
 }
 
-export function ProvidersView({
-  page,
-  providers,
-}: {
-  page: PageContext;
-  providers: ProviderRow[] | undefined;
-}) {
+export function ProvidersView({ page, providers }: { page: PageContext; providers: ProviderRow[] }) {
   return (
     <SettingsLayout
       page={page}
@@ -520,12 +514,7 @@ export function ProvidersView({
     >
       <section class="panel" aria-labelledby="providers-title">
         <h2 id="providers-title">Configured providers</h2>
-        {providers === undefined ? (
-          <p class="muted">
-            This build of the service has no verification providers. Providers are configured by your operator
-            through the operator API; once this build has them, they are listed here.
-          </p>
-        ) : providers.length === 0 ? (
+        {providers.length === 0 ? (
           <p class="muted">No provider is configured for your team. Ask your operator to configure one.</p>
         ) : (
           <div class="table-wrap">
