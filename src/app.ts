@@ -15,6 +15,7 @@ import {
   installValidators,
   requestIdFrom,
 } from "./platform/http.js";
+import { clientErrors, installInputGuard, routerErrors } from "./platform/input-guard.js";
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -33,6 +34,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     }),
     trustProxy: false,
     routerOptions: { ignoreTrailingSlash: true },
+    frameworkErrors: routerErrors,
+    clientErrorHandler: clientErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.addHook("onRequest", async (request, reply) => {
@@ -41,6 +44,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   installValidators(app);
   installJsonParser(app);
   installErrorHandling(app);
+  installInputGuard(app);
   installAuth(app, ctx);
   app.addHook("onRoute", (route) => {
     const config = route.config as { scope?: string; admin?: boolean } | undefined;

@@ -238,10 +238,15 @@ function encodeCursor(row: CaseRow): string {
   return Buffer.from(`${row.created_at.toISOString()}|${row.id}`).toString("base64url");
 }
 
+/** What `encodeCursor` writes, exactly: anything else would reach the database as a bad timestamp or uuid. */
+const CURSOR =
+  /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
 function decodeCursor(cursor: string): { createdAt: Date; id: string } {
-  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
-  const createdAt = at ? new Date(at) : undefined;
-  if (!createdAt || Number.isNaN(createdAt.getTime()) || !id || !/^[0-9a-f-]{36}$/.test(id)) {
+  const match = CURSOR.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  const createdAt = match?.[1] ? new Date(match[1]) : undefined;
+  const id = match?.[2];
+  if (!createdAt || Number.isNaN(createdAt.getTime()) || !id) {
     throw badRequest("cursor is not one this service returned", [
       { path: "querystring.cursor", message: "is invalid" },
     ]);
