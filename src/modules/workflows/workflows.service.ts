@@ -3,6 +3,7 @@ import type { AppContext } from "../../platform/context.js";
 import type { Executor } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { requireTenant } from "../tenants/tenants.service.js";
+import { checkDefinitionLimits } from "./definition-limits.js";
 import { compileWorkflow, type VersionKey } from "./workflow.compiler.js";
 import { PATTERN_MESSAGES, WORKFLOW_ID_PATTERN } from "./workflow.schema.js";
 import type { CompiledWorkflow, WorkflowDefinition } from "./workflow.types.js";
@@ -66,7 +67,8 @@ export async function createVersion(
   await requireTenant(ctx.db.root, tenantId);
   if (!WORKFLOW_ID.test(workflowId))
     throw refused("workflowId", PATTERN_MESSAGES[WORKFLOW_ID_PATTERN] as string);
-  const problems = validateDefinition(definition);
+  const limits = checkDefinitionLimits(definition);
+  const problems = limits.length > 0 ? limits : validateDefinition(definition);
   if (problems.length > 0) {
     const first = problems[0] as { path: string; message: string };
     const count = problems.length === 1 ? "a problem" : `${problems.length} problems`;
