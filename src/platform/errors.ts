@@ -30,6 +30,8 @@ export const ERROR_STATUS = {
   fields_too_large: 422,
   too_many_documents: 422,
   upload_limit_reached: 422,
+  // tags
+  tag_limit_reached: 409,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
