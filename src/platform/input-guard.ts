@@ -59,7 +59,10 @@ export function findJsonProblem(root: unknown, defers?: RegExp): Problem | undef
       if (isUnstorableText(value) && !defers?.test(path)) return { path, message: describeText(value) };
       continue;
     }
-    if (typeof value !== "object" || value === null || Buffer.isBuffer(value)) continue;
+    if (typeof value !== "object" || value === null) continue;
+    // Only what JSON.parse makes: a raw body (a stream, a Buffer) is the route's own.
+    const proto = Object.getPrototypeOf(value);
+    if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) continue;
     if (depth > MAX_JSON_DEPTH) {
       return { path, message: `is nested deeper than ${MAX_JSON_DEPTH} levels` };
     }
