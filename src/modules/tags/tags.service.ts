@@ -71,17 +71,17 @@ export async function applyTag(
   caseId: string,
   tag: string,
 ): Promise<{ created: boolean; tag: TagView }> {
-  checkTag(tag, "body.tag");
+  checkTag(tag, "tag");
   await requireCase(ctx, tenantId, caseId);
   const inserted = await insertCaseTagIfAllowed(ctx.db.root, tenantId, caseId, tag, actorLabel(actor));
   if (inserted) return { created: true, tag: toTagView(inserted) };
   const existing = await findCaseTag(ctx.db.root, tenantId, caseId, tag);
   if (existing) return { created: false, tag: toTagView(existing) };
   throw new AppError(
-    "validation_failed",
+    "invalid_request",
     `tag "${tag}" is not an enabled option of the tenant's tag vocabulary`,
     {
-      details: [{ path: "body.tag", message: "is not an enabled tag option" }],
+      details: [{ path: "tag", message: "is not an enabled tag option" }],
     },
   );
 }
@@ -103,7 +103,7 @@ export async function setTagOption(
   tag: string,
   enabled: boolean,
 ): Promise<TagOptionView> {
-  checkTag(tag, "params.tag");
+  checkTag(tag, "tag");
   await requireTenant(ctx.db.root, tenantId);
   return toOptionView(await upsertTagOption(ctx.db.root, tenantId, tag, enabled));
 }
