@@ -10,6 +10,7 @@ import type { AppContext } from "./platform/context.js";
 import { uuid } from "./platform/crypto.js";
 import { AppError } from "./platform/errors.js";
 import {
+  installBodyRules,
   installErrorHandling,
   installJsonParser,
   installValidators,
@@ -44,6 +45,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   installValidators(app);
   installJsonParser(app);
   installErrorHandling(app);
+  installBodyRules(app);
   installInputGuard(app);
   installAuth(app, ctx);
   app.addHook("onRoute", (route) => {

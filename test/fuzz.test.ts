@@ -6,6 +6,7 @@ import { buildApp } from "../src/app.js";
 import type { App } from "../src/platform/app-types.js";
 import { createBlobStore } from "../src/platform/blobs/index.js";
 import type { AppContext } from "../src/platform/context.js";
+import { ERROR_CODES } from "../src/platform/errors.js";
 import { createLogger } from "../src/platform/logger.js";
 import { testConfig } from "./support/app.js";
 import { createTestDatabase, type TestDatabase } from "./support/db.js";
@@ -320,7 +321,7 @@ function headersOf(op: Operation): Record<string, string> {
 }
 
 describe("fuzzing every operation of the OpenAPI document", () => {
-  it("never answers 5xx; errors are JSON with a message; X-Request-Id every time; no error logged", async () => {
+  it("never answers 5xx; errors are JSON with a catalogued code; X-Request-Id every time; no error logged", async () => {
     const ops = operations();
     expect(ops.length).toBeGreaterThan(30);
     const perOperation = Math.max(1, Math.ceil(REQUESTS / ops.length));
@@ -346,7 +347,11 @@ describe("fuzzing every operation of the OpenAPI document", () => {
           expect(res.headers["x-request-id"], where).toBeTruthy();
           if (res.statusCode >= 400) {
             expect(res.headers["content-type"], where).toMatch(/^application\/json/);
-            expect(typeof JSON.parse(res.body).error, where).toBe("string");
+            const body = JSON.parse(res.body);
+            expect(typeof body.error, where).toBe("string");
+            // The RFIError of the information-request routes carries its code as `error`.
+            const code = typeof body.code === "string" ? body.code : body.error;
+            expect(ERROR_CODES, `${where} → ${res.body.slice(0, 300)}`).toContain(code);
           }
         }),
         { seed: SEED + index, numRuns: perOperation, endOnFailure: true },

@@ -30,7 +30,10 @@ describe("the per-case tag cap", () => {
     for (const t of TAGS.slice(0, 100)) expect((await tag(caseId, t)).statusCode).toBe(201);
     const over = await tag(caseId, "t100");
     expect(over.statusCode, over.body).toBe(409);
-    expect(over.json().error).toMatch(/at most|100 tags/);
+    expect(over.json()).toMatchObject({
+      code: "tag_limit_reached",
+      error: expect.stringMatching(/100 tags/),
+    });
     expect((await tag(caseId, "t5")).statusCode).toBe(200);
     const list = await h.app.inject({
       method: "GET",

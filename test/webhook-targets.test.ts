@@ -61,7 +61,7 @@ describe("webhook URLs in production (CDS_ALLOW_PRIVATE_TARGETS off)", () => {
     });
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json().details).toEqual([
-      { path: "body.url", message: expect.stringMatching(/non-public address/) },
+      { path: "url", message: expect.stringMatching(/non-public address/) },
     ]);
   });
 

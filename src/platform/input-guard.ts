@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { uuid } from "./crypto.js";
-import { AppError } from "./errors.js";
+import { AppError, describeProblems } from "./errors.js";
 
 /**
  * The edge of the service: what no part of it can store or walk safely is refused here, once, for
@@ -83,19 +83,13 @@ export function findJsonProblem(root: unknown, defers?: RegExp): Problem | undef
   return undefined;
 }
 
-function prefixed(where: string, path: string): string {
-  if (path === "") return where;
-  return path.startsWith("[") ? `${where}${path}` : `${where}.${path}`;
-}
-
-function checkStrings(where: string, values: unknown): Problem | undefined {
+function checkStrings(values: unknown): Problem | undefined {
   if (typeof values !== "object" || values === null) return undefined;
   for (const [name, value] of Object.entries(values)) {
     const list = Array.isArray(value) ? value : [value];
     for (const v of list) {
-      if (typeof v === "string" && isUnstorableText(v)) {
-        return { path: prefixed(where, child("", name)), message: describeText(v) };
-      }
+      if (typeof v === "string" && isUnstorableText(v))
+        return { path: child("", name), message: describeText(v) };
     }
   }
   return undefined;
@@ -103,14 +97,11 @@ function checkStrings(where: string, values: unknown): Problem | undefined {
 
 async function guard(request: FastifyRequest): Promise<void> {
   const problem =
-    checkStrings("params", request.params) ??
-    checkStrings("querystring", request.query) ??
-    (() => {
-      const found = findJsonProblem(request.body, request.routeOptions.config?.guardDefers);
-      return found && { path: prefixed("body", found.path), message: found.message };
-    })();
+    checkStrings(request.params) ??
+    checkStrings(request.query) ??
+    findJsonProblem(request.body, request.routeOptions.config?.guardDefers);
   if (problem) {
-    throw new AppError("invalid_request", `invalid request: ${problem.path} ${problem.message}`, {
+    throw new AppError("invalid_request", describeProblems("invalid request", [problem]), {
       details: [problem],
     });
   }

@@ -1,13 +1,27 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { badRequest, describeProblems } from "../../platform/errors.js";
 import { DECISION_VALUES } from "./case-status.js";
 import { closeCase, overrideDecision } from "./cases.admin.service.js";
 import { CaseRecord, CaseSubmission } from "./cases.schemas.js";
-import { type CaseSubmissionInput, dryRunCase } from "./cases.service.js";
+import { type CaseSubmissionInput, dryRunCase, submissionProblems } from "./cases.service.js";
+
+interface DryRunParams {
+  tenantId: string;
+  workflowId: string;
+  version: number;
+}
 
 const Actor = Type.String({ minLength: 1, maxLength: 200, description: "The analyst's user id" });
-const { workflowId: _w, workflowVersion: _v, ...dryRunFields } = CaseSubmission.properties;
+const { workflowId, workflowVersion, ...submissionFields } = CaseSubmission.properties;
+// A dry run may send the submission it tests as is: its workflow and version, when given, must
+// be the path's.
+const dryRunFields = {
+  ...submissionFields,
+  workflowId: Type.Optional(workflowId),
+  workflowVersion: Type.Optional(workflowVersion),
+};
 
 export function casesAdminRoutes(app: App, ctx: AppContext): void {
   app.post(
@@ -50,7 +64,13 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
   app.post(
     "/admin/tenants/:tenantId/workflows/:workflowId/versions/:version/dry-run",
     {
-      config: { admin: true },
+      config: {
+        admin: true,
+        bodyProblems: (request) => {
+          const { tenantId, workflowId, version } = request.params as DryRunParams;
+          return submissionProblems(ctx, tenantId, request.body, { workflowId, version });
+        },
+      },
       schema: {
         tags: ["operator: workflows"],
         summary: "Run a case submission on a version, published or not; the case carries dryRun: true",
@@ -65,7 +85,17 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
     },
     async (request, reply) => {
       const { tenantId, workflowId, version } = request.params;
-      const { tenantId: _ignored, idempotencyKey: _none, ...input } = request.body;
+      const { idempotencyKey: _none, workflowId: named, workflowVersion: numbered, ...input } = request.body;
+      const mismatches = [
+        ...(named !== undefined && named !== workflowId
+          ? [{ path: "workflowId", message: `must be the path's workflow "${workflowId}" when given` }]
+          : []),
+        ...(numbered !== undefined && numbered !== version
+          ? [{ path: "workflowVersion", message: `must be the path's version ${version} when given` }]
+          : []),
+      ];
+      if (mismatches.length > 0)
+        throw badRequest(describeProblems("invalid dry run", mismatches), mismatches);
       const submission = input as Omit<CaseSubmissionInput, "workflowId" | "workflowVersion">;
       return reply
         .status(201)

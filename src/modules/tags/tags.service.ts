@@ -74,7 +74,7 @@ export async function applyTag(
   caseId: string,
   tag: string,
 ): Promise<{ created: boolean; tag: TagView }> {
-  checkTag(tag, "body.tag");
+  checkTag(tag, "tag");
   return ctx.db.transaction(async (tx) => {
     // The case's lock makes the count and the insert one step for concurrent adds.
     if (!(await lockCase(tx, tenantId, caseId))) throw notFound("case");
@@ -91,9 +91,9 @@ export async function applyTag(
     if (existing) return { created: false, tag: toTagView(existing) };
     if (!(await isTagOptionEnabled(tx, tenantId, tag))) {
       throw new AppError(
-        "validation_failed",
+        "invalid_request",
         `tag "${tag}" is not an enabled option of the tenant's tag vocabulary`,
-        { details: [{ path: "body.tag", message: "is not an enabled tag option" }] },
+        { details: [{ path: "tag", message: "is not an enabled tag option" }] },
       );
     }
     throw new AppError(
@@ -120,7 +120,7 @@ export async function setTagOption(
   tag: string,
   enabled: boolean,
 ): Promise<TagOptionView> {
-  checkTag(tag, "params.tag");
+  checkTag(tag, "tag");
   await requireTenant(ctx.db.root, tenantId);
   return toOptionView(await upsertTagOption(ctx.db.root, tenantId, tag, enabled));
 }

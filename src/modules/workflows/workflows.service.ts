@@ -73,7 +73,7 @@ export async function createVersion(
     const first = problems[0] as { path: string; message: string };
     const count = problems.length === 1 ? "a problem" : `${problems.length} problems`;
     throw new AppError(
-      "validation_failed",
+      "invalid_request",
       `the workflow definition has ${count}; the first: ${first.path} ${first.message}`,
       { details: problems },
     );
@@ -192,7 +192,7 @@ export async function getCompiledWorkflow(
 }
 
 function refused(path: string, message: string): AppError {
-  return new AppError("validation_failed", `${path} ${message}`, { details: [{ path, message }] });
+  return new AppError("invalid_request", `${path} ${message}`, { details: [{ path, message }] });
 }
 
 const targetBatches = new WeakMap<Executor, Batcher<SubmissionTargetKey, SubmissionTarget | undefined>>();
