@@ -23,12 +23,12 @@ import {
  * timestamps as RFC 3339 strings; bytes, durations, types and non-finite doubles are
  * expression errors.
  *
- * Bounds (decision 0011): every evaluation is metered (one unit per expression node evaluated,
+ * Bounds (decision 0013): every evaluation is metered (one unit per expression node evaluated,
  * more for long strings and lists), and the expressions of one node evaluation share one budget;
  * past it the expression fails, and so does the case. `matches()` runs on RE2 (linear time).
  */
 
-/** Units one node evaluation may spend (about 2 ms of one core; see decision 0011). */
+/** Units one node evaluation may spend (about 2 ms of one core; see decision 0013). */
 export const EVALUATION_BUDGET = 50_000;
 
 const environment = new Environment({ homogeneousAggregateLiterals: false })
