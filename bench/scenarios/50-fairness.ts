@@ -112,9 +112,9 @@ const scenario: Scenario = {
   description:
     "an ordinary tenant's submit→decided p99 with and without a noisy tenant running the evaluation budget's worst case",
   async run(ctx) {
-    const postgres = !process.env.BENCH_FORCE_PGLITE;
-    const server = await ctx.startServer({ env: { CDS_ROLE: postgres ? "api" : "all" } });
-    if (server.database === "postgres") await server.addWorkers(1);
+    // As in production, and as in the cases scenario: an API process and a worker process.
+    const server = await ctx.startServer({ env: { CDS_ROLE: "api" } });
+    await server.addWorkers(1);
     const ordinaryRate = Number(process.env.BENCH_FAIRNESS_RATE ?? 100);
     const noisyRate = Number(process.env.BENCH_FAIRNESS_NOISY_RATE ?? 10);
     const ordinary = await server.partner({ name: "Ordinary Bank", scopes: ["cases:write", "cases:read"] });
@@ -197,7 +197,7 @@ const scenario: Scenario = {
         },
       ],
       notes: [
-        `database: ${server.database}; ${server.database === "postgres" ? "one API process and one worker process" : "one process"}`,
+        `database: ${server.database}; one API process and one worker process`,
         "latency is submission to decision, read from the cases' decidedAt; medians of the rounds",
         "the noisy workflow: three nodes each spending just under one node's evaluation budget, and a backtracking-prone input-schema pattern",
         `goal: p99 ratio < 1.5 (${ratio < 1.5 ? "met" : "missed"})`,
