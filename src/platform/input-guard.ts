@@ -47,16 +47,34 @@ interface Problem {
   message: string;
 }
 
+interface Visit {
+  value: unknown;
+  depth: number;
+  key: string | number | undefined;
+  parent: Visit | undefined;
+}
+
+/** A visited value's path, built only when there is a problem to name. */
+function pathOf(visit: Visit): string {
+  const keys: (string | number)[] = [];
+  for (let v: Visit | undefined = visit; v?.key !== undefined; v = v.parent) keys.push(v.key);
+  return keys.reverse().reduce<string>((path, key) => child(path, key), "");
+}
+
 /**
  * The first problem of a parsed JSON value, walking depth-first; iterative so that no nesting
  * can overflow the stack, and stopping at the first level past the limit.
  */
 export function findJsonProblem(root: unknown, defers?: RegExp): Problem | undefined {
-  const stack: { value: unknown; path: string; depth: number }[] = [{ value: root, path: "", depth: 1 }];
+  const stack: Visit[] = [{ value: root, depth: 1, key: undefined, parent: undefined }];
   while (stack.length > 0) {
-    const { value, path, depth } = stack.pop() as { value: unknown; path: string; depth: number };
+    const visit = stack.pop() as Visit;
+    const { value, depth } = visit;
     if (typeof value === "string") {
-      if (isUnstorableText(value) && !defers?.test(path)) return { path, message: describeText(value) };
+      if (isUnstorableText(value)) {
+        const path = pathOf(visit);
+        if (!defers?.test(path)) return { path, message: describeText(value) };
+      }
       continue;
     }
     if (typeof value !== "object" || value === null) continue;
@@ -64,20 +82,26 @@ export function findJsonProblem(root: unknown, defers?: RegExp): Problem | undef
     const proto = Object.getPrototypeOf(value);
     if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) continue;
     if (depth > MAX_JSON_DEPTH) {
-      return { path, message: `is nested deeper than ${MAX_JSON_DEPTH} levels` };
+      return { path: pathOf(visit), message: `is nested deeper than ${MAX_JSON_DEPTH} levels` };
     }
     if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) {
-        stack.push({ value: value[i], path: child(path, i), depth: depth + 1 });
+        stack.push({ value: value[i], depth: depth + 1, key: i, parent: visit });
       }
       continue;
     }
-    const entries = Object.entries(value);
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const [key, v] = entries[i] as [string, unknown];
-      const at = child(path, key);
-      if (isUnstorableText(key)) return { path: at, message: `has a key that ${describeText(key)}` };
-      stack.push({ value: v, path: at, depth: depth + 1 });
+    const keys = Object.keys(value);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const key = keys[i] as string;
+      const next: Visit = {
+        value: (value as Record<string, unknown>)[key],
+        depth: depth + 1,
+        key,
+        parent: visit,
+      };
+      if (isUnstorableText(key))
+        return { path: pathOf(next), message: `has a key that ${describeText(key)}` };
+      stack.push(next);
     }
   }
   return undefined;
