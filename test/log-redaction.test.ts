@@ -52,16 +52,13 @@ afterAll(async () => {
 });
 
 let counter = 0;
-/** A marker, optionally followed by text PostgreSQL refuses, so that the request fails. */
-function marker(suffix = ""): string {
-  counter += 1;
-  return `PII${String(counter).padStart(4, "0")}MARK${suffix}`;
-}
 const markers: string[] = [];
+/** A fresh marker, optionally followed by text PostgreSQL refuses, so that the request fails. */
 function m(suffix = ""): string {
-  const value = marker(suffix);
-  markers.push(value.slice(0, 12));
-  return value;
+  counter += 1;
+  const mark = `PII${String(counter).padStart(4, "0")}MARK`;
+  markers.push(mark);
+  return `${mark}${suffix}`;
 }
 
 function expectNoMarker(): void {
