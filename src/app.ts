@@ -10,11 +10,13 @@ import type { AppContext } from "./platform/context.js";
 import { uuid } from "./platform/crypto.js";
 import { AppError } from "./platform/errors.js";
 import {
+  installBodyRules,
   installErrorHandling,
   installJsonParser,
   installValidators,
   requestIdFrom,
 } from "./platform/http.js";
+import { clientErrors, installInputGuard, routerErrors } from "./platform/input-guard.js";
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -33,6 +35,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     }),
     trustProxy: false,
     routerOptions: { ignoreTrailingSlash: true },
+    frameworkErrors: routerErrors,
+    clientErrorHandler: clientErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.addHook("onRequest", async (request, reply) => {
@@ -41,6 +45,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   installValidators(app);
   installJsonParser(app);
   installErrorHandling(app);
+  installBodyRules(app);
+  installInputGuard(app);
   installAuth(app, ctx);
   app.addHook("onRoute", (route) => {
     const config = route.config as { scope?: string; admin?: boolean } | undefined;

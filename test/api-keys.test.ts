@@ -105,10 +105,16 @@ describe("key values", () => {
     expect((await production.inject({ url, headers: { "x-api-key": liveKey } })).statusCode).toBe(200);
     const stagingWithLive = await h.app.inject({ url, headers: { "x-api-key": liveKey } });
     expect(stagingWithLive.statusCode).toBe(401);
-    expect(stagingWithLive.json()).toEqual({ error: "API key is not for the staging environment" });
+    expect(stagingWithLive.json()).toEqual({
+      error: "API key is not for the staging environment",
+      code: "unauthenticated",
+    });
     const productionWithTest = await production.inject({ url, headers: { "x-api-key": testKey } });
     expect(productionWithTest.statusCode).toBe(401);
-    expect(productionWithTest.json()).toEqual({ error: "API key is not for the production environment" });
+    expect(productionWithTest.json()).toEqual({
+      error: "API key is not for the production environment",
+      code: "unauthenticated",
+    });
   });
 
   it("with one character changed fail the checksum and are refused as malformed", async () => {
@@ -124,13 +130,13 @@ describe("key values", () => {
       headers: { "x-api-key": typo },
     });
     expect(res.statusCode).toBe(401);
-    expect(res.json()).toEqual({ error: "malformed API key" });
+    expect(res.json()).toEqual({ error: "malformed API key", code: "unauthenticated" });
     const truncated = await h.app.inject({
       method: "GET",
       url: request.url,
       headers: { "x-api-key": partner.key.slice(0, -1) },
     });
-    expect(truncated.json()).toEqual({ error: "malformed API key" });
+    expect(truncated.json()).toEqual({ error: "malformed API key", code: "unauthenticated" });
   });
 
   it("are stored only as a SHA-256 hash: the value is nowhere in the database", async () => {
@@ -215,7 +221,7 @@ describe("authentication", () => {
     await delay(Math.max(0, expiresAt.getTime() - Date.now() + 10));
     const res = await request();
     expect(res.statusCode).toBe(401);
-    expect(res.json()).toEqual({ error: "API key has expired" });
+    expect(res.json()).toEqual({ error: "API key has expired", code: "unauthenticated" });
   });
 
   it("answers 401 naming the problem for a missing, unknown or empty key", async () => {
@@ -250,7 +256,7 @@ describe("authentication", () => {
     expect(deleted.body).toBe("");
     const next = await there();
     expect(next.statusCode).toBe(401);
-    expect(next.json()).toEqual({ error: "unknown API key" });
+    expect(next.json()).toEqual({ error: "unknown API key", code: "unauthenticated" });
     expect((await here()).statusCode).toBe(401);
     expect(await listKeys(partner.tenantId)).toEqual([]);
   });
@@ -265,7 +271,7 @@ describe("authentication", () => {
     const answers = [await request(), await request(), await request()];
     expect(answers.map((r) => r.statusCode)).toEqual([200, 200, 429]);
     const refused = answers[2]!;
-    expect(refused.json()).toEqual({ error: "rate limit exceeded for this API key" });
+    expect(refused.json()).toEqual({ error: "rate limit exceeded for this API key", code: "rate_limited" });
     expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(1);
     expect(refused.headers["x-request-id"]).toBeTruthy();
     const neighbours = await partnerRequest(neighbour, h.app, neighbour.key);
@@ -291,7 +297,7 @@ describe("authentication", () => {
     const writer = await createKey(h.app, tenantId, ["tags:write"]);
     const res = await (await partnerRequest(writer))();
     expect(res.statusCode).toBe(403);
-    expect(res.json()).toEqual({ error: "API key lacks the tags:read scope" });
+    expect(res.json()).toEqual({ error: "API key lacks the tags:read scope", code: "forbidden" });
   });
 });
 
@@ -344,41 +350,29 @@ describe("operator API for keys", () => {
   it("answers 400 naming each bad field", async () => {
     const tenantId = await createTenant(h.app);
     const cases: Array<[unknown, string, RegExp]> = [
-      [{ scopes: ["tags:read"] }, "body.name", /^is required$/],
-      [{ name: "", scopes: ["tags:read"] }, "body.name", /fewer than 1 characters/],
-      [{ name: "   ", scopes: ["tags:read"] }, "body.name", /1 to 200 characters/],
-      [{ name: "k" }, "body.scopes", /^is required$/],
-      [{ name: "k", scopes: [] }, "body.scopes", /fewer than 1 items/],
-      [
-        { name: "k", scopes: ["cases:admin"] },
-        "body.scopes.0",
-        /^must be one of: cases:write, .*tags:write$/,
-      ],
-      [{ name: "k", scopes: ["tags:read"], expiresAt: "tomorrow" }, "body.expiresAt", /format "date-time"/],
-      [
-        { name: "k", scopes: ["tags:read"], expiresAt: "2001-01-01T00:00:00Z" },
-        "body.expiresAt",
-        /in the future/,
-      ],
+      [{ scopes: ["tags:read"] }, "name", /^is required$/],
+      [{ name: "", scopes: ["tags:read"] }, "name", /fewer than 1 characters/],
+      [{ name: "   ", scopes: ["tags:read"] }, "name", /1 to 200 characters/],
+      [{ name: "k" }, "scopes", /^is required$/],
+      [{ name: "k", scopes: [] }, "scopes", /fewer than 1 items/],
+      [{ name: "k", scopes: ["cases:admin"] }, "scopes[0]", /^must be one of: cases:write, .*tags:write$/],
+      [{ name: "k", scopes: ["tags:read"], expiresAt: "tomorrow" }, "expiresAt", /format "date-time"/],
+      [{ name: "k", scopes: ["tags:read"], expiresAt: "2001-01-01T00:00:00Z" }, "expiresAt", /in the future/],
       [
         { name: "k", scopes: ["tags:read"], rateLimit: { perSecond: 0, burst: 1 } },
-        "body.rateLimit.perSecond",
+        "rateLimit.perSecond",
         /> 0/,
       ],
       [
         { name: "k", scopes: ["tags:read"], rateLimit: { perSecond: 5, burst: 0 } },
-        "body.rateLimit.burst",
+        "rateLimit.burst",
         />= 1/,
       ],
-      [
-        { name: "k", scopes: ["tags:read"], rateLimit: { perSecond: 5 } },
-        "body.rateLimit.burst",
-        /^is required$/,
-      ],
-      [{ name: "k", scopes: ["tags:read"], rateLimit: "fast" }, "body.rateLimit", /must be object/],
+      [{ name: "k", scopes: ["tags:read"], rateLimit: { perSecond: 5 } }, "rateLimit.burst", /^is required$/],
+      [{ name: "k", scopes: ["tags:read"], rateLimit: "fast" }, "rateLimit", /must be object/],
       [
         { name: "k", scopes: ["tags:read"], rateLimt: { perSecond: 5, burst: 5 } },
-        "body.rateLimt",
+        "rateLimt",
         /not a known property/,
       ],
     ];
@@ -402,7 +396,7 @@ describe("operator API for keys", () => {
     for (const tenantId of ["00000000-0000-4000-8000-000000000000", "not-a-tenant"]) {
       const created = await createKeyRequest(tenantId, { name: "k", scopes: ["tags:read"] });
       expect(created.statusCode).toBe(404);
-      expect(created.json()).toEqual({ error: "tenant not found" });
+      expect(created.json()).toEqual({ error: "tenant not found", code: "not_found" });
       const listed = await h.app.inject({
         url: `/admin/tenants/${tenantId}/api-keys`,
         headers: adminHeaders,
@@ -415,7 +409,7 @@ describe("operator API for keys", () => {
       headers: adminHeaders,
     });
     expect(unknownKey.statusCode).toBe(404);
-    expect(unknownKey.json()).toEqual({ error: "API key not found" });
+    expect(unknownKey.json()).toEqual({ error: "API key not found", code: "not_found" });
     const othersKey = await h.app.inject({
       method: "DELETE",
       url: `/admin/tenants/${stranger}/api-keys/${owner.keyId}`,

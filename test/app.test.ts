@@ -59,7 +59,7 @@ describe("service endpoints", () => {
       await db.close();
       const down = await app.inject({ url: "/ready" });
       expect(down.statusCode).toBe(503);
-      expect(down.json()).toEqual({ error: "database unreachable" });
+      expect(down.json()).toEqual({ error: "database unreachable", code: "unavailable" });
       expect((await app.inject({ url: "/health" })).statusCode).toBe(200);
     } finally {
       await app.close();
@@ -70,7 +70,7 @@ describe("service endpoints", () => {
     const res = await h.app.inject({ method: "POST", url: "/no/such/route?x=1" });
     expect(res.statusCode).toBe(404);
     expect(res.headers["content-type"]).toMatch(/^application\/json/);
-    expect(res.json()).toEqual({ error: "route POST /no/such/route not found" });
+    expect(res.json()).toEqual({ error: "route POST /no/such/route not found", code: "not_found" });
   });
 });
 
@@ -177,7 +177,7 @@ describe("requests", () => {
       payload: tenantBody(1024 * 1024 + 1),
     });
     expect(over.statusCode).toBe(413);
-    expect(over.json()).toEqual({ error: "request body is larger than 1 MiB" });
+    expect(over.json()).toEqual({ error: "request body is larger than 1 MiB", code: "payload_too_large" });
     const exact = await h.app.inject({
       method: "POST",
       url: "/admin/tenants",
@@ -187,19 +187,20 @@ describe("requests", () => {
     // Through the size check, to the name's own limit.
     expect(exact.statusCode).toBe(400);
     expect(exact.json().details).toEqual([
-      { path: "body.name", message: "must NOT have more than 200 characters" },
+      { path: "name", message: "must NOT have more than 200 characters" },
     ]);
   });
 
   it("answers 400 {error} to a malformed JSON body, and to an empty one where a body is required", async () => {
     for (const [payload, expected] of [
-      ['{"name": "Acme"', { error: "request body is not valid JSON" }],
-      ["not json", { error: "request body is not valid JSON" }],
+      ['{"name": "Acme"', { error: "request body is not valid JSON", code: "invalid_request" }],
+      ["not json", { error: "request body is not valid JSON", code: "invalid_request" }],
       [
         "",
         {
-          error: "invalid request: body must be object",
-          details: [{ path: "body", message: "must be object" }],
+          error: "invalid request: the body must be object",
+          code: "invalid_request",
+          details: [{ path: "", message: "must be object" }],
         },
       ],
     ] as const) {

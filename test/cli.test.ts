@@ -240,8 +240,8 @@ describe("errors", () => {
       "tags:read,cases:everything",
     ]);
     expect(invalid.code).toBe(1);
-    expect(invalid.stderr).toMatch(/^error: HTTP 400: invalid request: body\.scopes\.1 must be one of: /);
-    expect(invalid.stderr).toContain("  body.scopes.1: must be one of: cases:write,");
+    expect(invalid.stderr).toMatch(/^error: HTTP 400: invalid request: scopes\[1\] must be one of: /);
+    expect(invalid.stderr).toContain("  scopes[1]: must be one of: cases:write,");
   });
 
   it("says clearly when it has no operator token", async () => {

@@ -132,7 +132,7 @@ describe("provider configuration (operator API)", () => {
     });
     expect(os.statusCode).toBe(400);
     expect(os.json().details).toEqual([
-      { path: "body.webhookSecret", message: "is not used by opensanctions, which sends no webhooks" },
+      { path: "webhookSecret", message: "is not used by opensanctions, which sends no webhooks" },
     ]);
   });
 
@@ -171,7 +171,7 @@ describe("provider configuration (operator API)", () => {
         payload: { baseUrl: "https://127.0.0.1:9443", credentials: { apiKey: "k" } },
       });
       expect(res.statusCode).toBe(400);
-      expect(res.json().details[0].path).toBe("body.baseUrl");
+      expect(res.json().details[0].path).toBe("baseUrl");
     } finally {
       await strict.close();
     }

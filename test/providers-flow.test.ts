@@ -470,7 +470,7 @@ describe("pending actions (endpoint 5)", () => {
     const s = await startKyc();
     const bad = await action(s.partner, s.handle, "reset_level_step", { step: "lower case" });
     expect(bad.statusCode).toBe(400);
-    expect(bad.json().details[0].path).toBe("body.params.step");
+    expect(bad.json().details[0].path).toBe("params.step");
     expect((await action(s.partner, s.handle, "reset_level_step", {})).statusCode).toBe(400);
     expect(
       (await action(s.partner, "00000000-0000-4000-8000-000000000000", "reset_applicant")).statusCode,

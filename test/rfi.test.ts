@@ -147,12 +147,12 @@ describe("POST /cases/{caseId}/rfi", () => {
   it("answers 400 naming the field for a bad address, empty texts, a bad deadline or an unknown webhookKey", async () => {
     const { partner, caseId } = await partnerWithCase();
     const cases: Array<[Record<string, unknown>, RegExp]> = [
-      [{ to: "not-an-address" }, /body\.to/],
-      [{ to: undefined }, /body\.to/],
-      [{ cc: ["ok@example.com", "nope"] }, /body\.cc\.1/],
-      [{ subject: "" }, /body\.subject/],
-      [{ body: "x".repeat(65_537) }, /body\.body/],
-      [{ expiresAt: "tomorrow" }, /body\.expiresAt/],
+      [{ to: "not-an-address" }, /\bto must/],
+      [{ to: undefined }, /\bto is required/],
+      [{ cc: ["ok@example.com", "nope"] }, /cc\[1\]/],
+      [{ subject: "" }, /subject must/],
+      [{ body: "x".repeat(65_537) }, /body must/],
+      [{ expiresAt: "tomorrow" }, /expiresAt must/],
       [{ expiresAt: "2020-01-01T00:00:00Z" }, /expiresAt must be in the future/],
       [{ expiresAt: new Date(Date.now() + 400 * 86_400_000).toISOString() }, /at most 365 days/],
       [{ webhookKey: "nowhere" }, /webhookKey names no webhook configuration/],

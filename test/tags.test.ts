@@ -65,7 +65,7 @@ describe("GET /cases/{caseId}/tags", () => {
     for (const id of ["00000000-0000-4000-8000-000000000000", "not-a-uuid"]) {
       const res = await tagsOf(partner, id);
       expect(res.statusCode).toBe(404);
-      expect(res.json()).toEqual({ error: "case not found" });
+      expect(res.json()).toEqual({ error: "case not found", code: "not_found" });
     }
   });
 });
@@ -143,7 +143,7 @@ describe("POST /cases/{caseId}/tags", () => {
       payload: '{"tag": "vip"',
     });
     expect(malformed.statusCode).toBe(400);
-    expect(malformed.json()).toEqual({ error: "request body is not valid JSON" });
+    expect(malformed.json()).toEqual({ error: "request body is not valid JSON", code: "invalid_request" });
   });
 
   it("answers 404 for an unknown case", async () => {

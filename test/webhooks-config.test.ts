@@ -91,14 +91,14 @@ describe("PUT /admin/tenants/{t}/webhooks/{webhookKey}", () => {
   it("answers 400 naming every field that is wrong", async () => {
     const tenantId = await createTenant(h.app);
     const cases: Array<[unknown, string, RegExp]> = [
-      [{ ...valid, url: "not a url" }, "body.url", /valid absolute URL/],
-      [{ ...valid, url: "ftp://hooks.example.com/x" }, "body.url", /http or https/],
-      [{ ...valid, url: "https://user:pw@hooks.example.com/x" }, "body.url", /credentials/],
-      [{ ...valid, url: `https://hooks.example.com/${"x".repeat(2100)}` }, "body.url", /2048/],
-      [{ ...valid, secrets: [] }, "body.secrets", /must NOT have fewer than 1 items/],
+      [{ ...valid, url: "not a url" }, "url", /valid absolute URL/],
+      [{ ...valid, url: "ftp://hooks.example.com/x" }, "url", /http or https/],
+      [{ ...valid, url: "https://user:pw@hooks.example.com/x" }, "url", /credentials/],
+      [{ ...valid, url: `https://hooks.example.com/${"x".repeat(2100)}` }, "url", /2048/],
+      [{ ...valid, secrets: [] }, "secrets", /must NOT have fewer than 1 items/],
       [
         { ...valid, secrets: [{ id: "a", secret: "short" }], activeSecretId: "a" },
-        "body.secrets.0.secret",
+        "secrets[0].secret",
         /16 to 512/,
       ],
       [
@@ -110,7 +110,7 @@ describe("PUT /admin/tenants/{t}/webhooks/{webhookKey}", () => {
           ],
           activeSecretId: "a",
         },
-        "body.secrets.1.id",
+        "secrets[1].id",
         /repeats/,
       ],
       [
@@ -119,32 +119,32 @@ describe("PUT /admin/tenants/{t}/webhooks/{webhookKey}", () => {
           secrets: [{ secret: TEST_WEBHOOK_SECRET }, { id: "b", secret: TEST_WEBHOOK_SECRET }],
           activeSecretId: "b",
         },
-        "body.secrets.0.id",
+        "secrets[0].id",
         /more than one secret/,
       ],
       [
         { ...valid, secrets: [{ id: "bad id!", secret: TEST_WEBHOOK_SECRET }], activeSecretId: "bad id!" },
-        "body.secrets.0.id",
+        "secrets[0].id",
         /letters/,
       ],
       [
         { ...valid, secrets: [{ id: "never-stored" }], activeSecretId: "never-stored" },
-        "body.secrets.0.secret",
+        "secrets[0].secret",
         /no secret is stored/,
       ],
-      [{ ...valid, activeSecretId: undefined }, "body.activeSecretId", /required/],
-      [{ ...valid, activeSecretId: "other" }, "body.activeSecretId", /not the id/],
+      [{ ...valid, activeSecretId: undefined }, "activeSecretId", /required/],
+      [{ ...valid, activeSecretId: "other" }, "activeSecretId", /not the id/],
       [
         { ...valid, secrets: [{ secret: TEST_WEBHOOK_SECRET }], activeSecretId: "x" },
-        "body.activeSecretId",
+        "activeSecretId",
         /no id/,
       ],
-      [{ ...valid, maxAttempts: 0 }, "body.maxAttempts", /must be >= 1/],
-      [{ ...valid, maxAttempts: 21 }, "body.maxAttempts", /must be <= 20/],
-      [{ ...valid, timeoutMs: 50 }, "body.timeoutMs", /must be >= 100/],
-      [{ ...valid, timeoutMs: 30_001 }, "body.timeoutMs", /must be <= 30000/],
-      [{ ...valid, retries: 3 }, "body.retries", /not a known property/],
-      [{ secrets: valid.secrets, activeSecretId: "2025-01" }, "body.url", /required/],
+      [{ ...valid, maxAttempts: 0 }, "maxAttempts", /must be >= 1/],
+      [{ ...valid, maxAttempts: 21 }, "maxAttempts", /must be <= 20/],
+      [{ ...valid, timeoutMs: 50 }, "timeoutMs", /must be >= 100/],
+      [{ ...valid, timeoutMs: 30_001 }, "timeoutMs", /must be <= 30000/],
+      [{ ...valid, retries: 3 }, "retries", /not a known property/],
+      [{ secrets: valid.secrets, activeSecretId: "2025-01" }, "url", /required/],
     ];
     for (const [payload, path, message] of cases) {
       const res = await put(tenantId, "default", payload);
@@ -155,7 +155,7 @@ describe("PUT /admin/tenants/{t}/webhooks/{webhookKey}", () => {
     }
     const badKey = await put(tenantId, "no%20spaces", valid);
     expect(badKey.statusCode).toBe(400);
-    expect(badKey.json().details).toEqual([{ path: "params.webhookKey", message: expect.any(String) }]);
+    expect(badKey.json().details).toEqual([{ path: "webhookKey", message: expect.any(String) }]);
     const listed = await h.app.inject({
       method: "GET",
       url: `/admin/tenants/${tenantId}/webhooks`,
@@ -168,7 +168,7 @@ describe("PUT /admin/tenants/{t}/webhooks/{webhookKey}", () => {
     for (const id of ["00000000-0000-4000-8000-000000000000", "not-a-tenant"]) {
       const res = await put(id, "default", valid);
       expect(res.statusCode).toBe(404);
-      expect(res.json()).toEqual({ error: "tenant not found" });
+      expect(res.json()).toEqual({ error: "tenant not found", code: "not_found" });
     }
   });
 });
@@ -269,7 +269,7 @@ describe("target safety with CDS_ALLOW_PRIVATE_TARGETS off", () => {
       const res = await put(tenantId, "default", { ...valid, url }, strict.app);
       expect(res.statusCode, url).toBe(400);
       expect(res.json().details).toEqual([
-        { path: "body.url", message: expect.stringMatching(/non-public address/) },
+        { path: "url", message: expect.stringMatching(/non-public address/) },
       ]);
     }
     const unresolvable = await put(
@@ -289,7 +289,7 @@ describe("target safety with CDS_ALLOW_PRIVATE_TARGETS off", () => {
     const plain = await put(tenantId, "default", { ...valid, url: "http://93.184.215.14/hook" }, strict.app);
     expect(plain.statusCode).toBe(400);
     expect(plain.json().details[0]).toEqual({
-      path: "body.url",
+      path: "url",
       message: "must be an https URL in production",
     });
   });

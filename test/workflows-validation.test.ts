@@ -512,6 +512,7 @@ it("reports a definition's single problem in the error itself", async () => {
   const res = await submit(d);
   expect(res.json()).toEqual({
     error: 'the workflow definition has a problem; the first: start refers to unknown node "nowhere"',
+    code: "invalid_request",
     details: [{ path: "start", message: 'refers to unknown node "nowhere"' }],
   });
 });

@@ -124,7 +124,7 @@ describe("creating versions", () => {
     for (const bad of ["has space", "x".repeat(65), "semi;colon"]) {
       const res = await create(tenantId, encodeURIComponent(bad));
       expect(res.statusCode, bad).toBe(400);
-      expect(res.json().details[0].path).toBe("params.workflowId");
+      expect(res.json().details[0].path).toBe("workflowId");
     }
     expect(await createOk(tenantId, "x".repeat(64))).toBe(1);
   });
@@ -140,7 +140,7 @@ describe("creating versions", () => {
     for (const tenantId of ["00000000-0000-4000-8000-000000000000", "nope"]) {
       const res = await create(tenantId, "w");
       expect(res.statusCode).toBe(404);
-      expect(res.json()).toEqual({ error: "tenant not found" });
+      expect(res.json()).toEqual({ error: "tenant not found", code: "not_found" });
     }
   });
 
@@ -209,7 +209,7 @@ describe("publishing", () => {
     for (const bad of ["0", "abc", "1.5", "99999999999"]) {
       const res = await publish(tenantId, "kyc", bad);
       expect(res.statusCode, bad).toBe(400);
-      expect(res.json().details[0].path).toBe("params.version");
+      expect(res.json().details[0].path).toBe("version");
     }
     const other = await createTenant(h.app, "Other Bank");
     expect((await publish(other, "kyc", 1)).statusCode).toBe(404);
@@ -322,16 +322,16 @@ describe("resolveSubmissionWorkflow", () => {
     expect([current.workflowId, current.version, current.definition.name]).toEqual(["kyc", 2, "screen two"]);
     expect((await resolveSubmissionWorkflow(db, tenantId, "kyc", 1)).version).toBe(1);
     expect(await refusal(resolveSubmissionWorkflow(db, tenantId, "kyc", 3))).toEqual({
-      code: "validation_failed",
+      code: "invalid_request",
       details: [{ path: "workflowVersion", message: "version 3 of workflow kyc is not published" }],
     });
     expect(await refusal(resolveSubmissionWorkflow(db, tenantId, "kyc", 4))).toEqual({
-      code: "validation_failed",
+      code: "invalid_request",
       details: [{ path: "workflowVersion", message: "4 is not a version of workflow kyc" }],
     });
     for (const bad of [0, -1, 1.5, 2 ** 40]) {
       expect((await refusal(resolveSubmissionWorkflow(db, tenantId, "kyc", bad))).code).toBe(
-        "validation_failed",
+        "invalid_request",
       );
     }
     await publish(tenantId, "kyc", 3);
@@ -344,11 +344,11 @@ describe("resolveSubmissionWorkflow", () => {
     await createOk(tenantId, "draft");
     const db = h.ctx.db.root;
     expect(await refusal(resolveSubmissionWorkflow(db, tenantId, "nope", undefined))).toEqual({
-      code: "validation_failed",
+      code: "invalid_request",
       details: [{ path: "workflowId", message: '"nope" is not a workflow of this tenant' }],
     });
     expect(await refusal(resolveSubmissionWorkflow(db, tenantId, "draft", undefined))).toEqual({
-      code: "validation_failed",
+      code: "invalid_request",
       details: [{ path: "workflowId", message: '"draft" has no published version yet' }],
     });
     expect((await refusal(resolveSubmissionWorkflow(db, tenantId, "draft", 1))).details).toEqual([

@@ -1,7 +1,7 @@
 import { Ajv, type Options as AjvOptions } from "ajv";
 import * as ajvFormats from "ajv-formats";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchema } from "fastify";
-import { AppError, type ErrorDetail } from "./errors.js";
+import { AppError, codeForStatus, describeProblems, type ErrorCode, type ErrorDetail } from "./errors.js";
 
 // ajv-formats is CommonJS; under NodeNext its function is the namespace's `default`.
 export const addFormats = ajvFormats.default as unknown as (ajv: Ajv) => Ajv;
@@ -13,6 +13,11 @@ declare module "fastify" {
      * Default: `{error}` with a human-readable message.
      */
     errorStyle?: "rfi";
+    /**
+     * The route's body rules beyond its schema, run on a body the schema refused so that one
+     * answer lists every problem; the handler still runs them on a body the schema accepts.
+     */
+    bodyProblems?: (request: FastifyRequest) => Promise<ErrorDetail[]>;
   }
 }
 
@@ -38,50 +43,42 @@ export function requestIdFrom(header: string | string[] | undefined, generate: (
   return typeof header === "string" && REQUEST_ID.test(header) ? header : generate();
 }
 
-function rfiCodeFor(status: number): string {
-  switch (status) {
-    case 400:
-      return "invalid_request";
-    case 401:
-      return "unauthorized";
-    case 403:
-      return "forbidden";
-    case 404:
-      return "not_found";
-    case 413:
-      return "payload_too_large";
-    case 415:
-      return "unsupported_media_type";
-    case 429:
-      return "rate_limited";
-    default:
-      return status >= 500 ? "internal" : "bad_request";
-  }
-}
-
 function sendError(
   request: FastifyRequest,
   reply: FastifyReply,
   status: number,
-  code: string,
+  code: ErrorCode,
   message: string,
   options: {
-    extra?: Record<string, unknown>;
-    details?: ErrorDetail[];
-    headers?: Record<string, string>;
+    extra?: Record<string, unknown> | undefined;
+    details?: ErrorDetail[] | undefined;
+    headers?: Record<string, string> | undefined;
   } = {},
 ): FastifyReply {
   if (options.headers) reply.headers(options.headers);
-  const rfi = request.routeOptions.config?.errorStyle === "rfi";
-  const body = rfi
-    ? { error: code, ...options.extra, ...(message ? { message } : {}) }
-    : { error: message, ...options.extra };
-  if (options.details) Object.assign(body, { details: options.details });
+  const details = options.details && options.details.length > 0 ? { details: options.details } : {};
+  const body =
+    request.routeOptions.config?.errorStyle === "rfi"
+      ? { error: code, ...options.extra, ...(message ? { message } : {}), ...details }
+      : { error: message, code, ...details };
   return reply.status(status).send(body);
 }
 
+/** `/subject/parties/0/role` (a JSON pointer) as a caller writes it: `subject.parties[0].role`. */
+export function fieldPath(pointer: string): string {
+  let path = "";
+  for (const raw of pointer.split("/").slice(1)) {
+    const segment = raw.replaceAll("~1", "/").replaceAll("~0", "~");
+    path += /^\d+$/.test(segment) ? `[${segment}]` : path ? `.${segment}` : segment;
+  }
+  return path;
+}
+
+function joinPath(parent: string, child: string): string {
+  return parent ? `${parent}.${child}` : child;
+}
+
 function validationDetails(error: FastifyError): ErrorDetail[] {
-  const where = error.validationContext ?? "body";
   const all = (error.validation ?? []).map((v) => {
     const params = v.params as {
       missingProperty?: string;
@@ -90,7 +87,7 @@ function validationDetails(error: FastifyError): ErrorDetail[] {
       type?: string;
     };
     const prop = params.missingProperty ?? params.additionalProperty;
-    const pointer = `${v.instancePath}${prop ? `/${prop}` : ""}`;
+    const at = fieldPath(v.instancePath);
     let message = v.message ?? "is invalid";
     if (params.additionalProperty) message = "is not a known property";
     else if (v.keyword === "required") message = "is required";
@@ -98,7 +95,7 @@ function validationDetails(error: FastifyError): ErrorDetail[] {
       message = `must be one of: ${params.allowedValues.join(", ")}`;
     }
     return {
-      path: `${where}${pointer.replaceAll("/", ".")}`,
+      path: prop ? joinPath(at, prop) : at,
       message,
       // A union (`T | null`) reports each branch's failure and then its own; a specific error
       // about the same field says more than "must be null" or "must match a schema in anyOf".
@@ -107,9 +104,41 @@ function validationDetails(error: FastifyError): ErrorDetail[] {
   });
   const specific = all.filter((d) => !d.umbrella);
   return all
-    .filter((d) => !d.umbrella || !specific.some((s) => s.path === d.path || s.path.startsWith(`${d.path}.`)))
+    .filter((d) => !d.umbrella || !specific.some((s) => overlaps(s.path, d.path)))
     .map(({ path, message }) => ({ path, message }));
 }
+
+/** Whether one path is the other or lies inside it. */
+function overlaps(a: string, b: string): boolean {
+  const inside = (outer: string, inner: string) =>
+    outer === "" || inner === outer || inner.startsWith(`${outer}.`) || inner.startsWith(`${outer}[`);
+  return inside(a, b) || inside(b, a);
+}
+
+/**
+ * The rules a body schema cannot state (a route's `config.bodyProblems`) are checked too when the
+ * schema already failed, so that one answer lists every problem of the body. A rule about a field
+ * the schema already faulted adds nothing, and a rule that cannot run on the malformed body is
+ * left out rather than failing the request.
+ */
+async function withBodyRules(request: FastifyRequest, schemaProblems: ErrorDetail[]): Promise<ErrorDetail[]> {
+  const rules = request.routeOptions.config?.bodyProblems;
+  if (!rules) return schemaProblems;
+  let more: ErrorDetail[] = [];
+  try {
+    more = await rules(request);
+  } catch (err) {
+    request.log.debug({ err }, "body rules skipped on a body the schema refused");
+  }
+  return [...schemaProblems, ...more.filter((m) => !schemaProblems.some((s) => overlaps(s.path, m.path)))];
+}
+
+const FRAMEWORK_MESSAGES: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: "request body is larger than 1 MiB",
+  FST_ERR_CTP_INVALID_JSON_BODY: "request body is not valid JSON",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "request body is empty; send a JSON object",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "unsupported Content-Type: send application/json",
+};
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) =>
@@ -122,7 +151,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     ),
   );
 
-  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+  app.setErrorHandler(async (error: FastifyError | AppError, request, reply) => {
     if (error instanceof AppError) {
       if (error.status >= 500) request.log.error({ err: error }, "request failed");
       return sendError(request, reply, error.status, error.code, error.message, {
@@ -132,23 +161,65 @@ export function installErrorHandling(app: FastifyInstance): void {
       });
     }
     if (error.validation) {
-      const details = validationDetails(error);
-      const message = `invalid request: ${details.map((d) => `${d.path} ${d.message}`).join("; ")}`;
-      return sendError(request, reply, 400, "invalid_request", message, { details });
+      let details = validationDetails(error);
+      if (error.validationContext === "body") details = await withBodyRules(request, details);
+      const where = error.validationContext === "body" || !error.validationContext ? "request" : "query";
+      return sendError(
+        request,
+        reply,
+        400,
+        "invalid_request",
+        describeProblems(`invalid ${where}`, details),
+        {
+          details,
+        },
+      );
     }
     const status = error.statusCode ?? 500;
     if (status >= 500) {
       request.log.error({ err: error }, "request failed");
       return sendError(request, reply, 500, "internal", "internal error");
     }
-    let message = error.message;
-    if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") message = "request body is larger than 1 MiB";
-    if (error.code === "FST_ERR_CTP_INVALID_JSON_BODY" || error instanceof SyntaxError) {
-      message = "request body is not valid JSON";
-    }
-    if (error.code === "FST_ERR_CTP_EMPTY_JSON_BODY") message = "request body is empty; send a JSON object";
-    return sendError(request, reply, status, rfiCodeFor(status), message);
+    const message =
+      FRAMEWORK_MESSAGES[error.code] ??
+      (error instanceof SyntaxError ? "request body is not valid JSON" : error.message);
+    return sendError(request, reply, status, codeForStatus(status), message);
   });
+}
+
+/**
+ * Unknown body properties get one answer on every endpoint: 400 naming each. Every object of a
+ * body schema that does not say otherwise is closed (free-form objects such as `payload` and
+ * `metadata` say `additionalProperties: true`). The rewritten schema is also what the OpenAPI
+ * document shows. `tenantId` at the top of any body is dropped before validation: the tenant is
+ * the key's, never the body's.
+ */
+export function installBodyRules(app: FastifyInstance): void {
+  app.addHook("onRoute", (route) => {
+    if (route.schema?.body) route.schema = { ...route.schema, body: closed(route.schema.body) };
+  });
+  app.addHook("preValidation", async (request) => {
+    const body = request.body;
+    if (body && typeof body === "object" && !Array.isArray(body) && "tenantId" in body) {
+      delete (body as Record<string, unknown>).tenantId;
+    }
+  });
+}
+
+const SUBSCHEMA_LISTS = ["anyOf", "oneOf", "allOf", "prefixItems"] as const;
+const SUBSCHEMAS = ["items", "not", "if", "then", "else", "additionalProperties"] as const;
+
+function closed(schema: unknown): unknown {
+  if (!schema || typeof schema !== "object" || Array.isArray(schema)) return schema;
+  const s = { ...(schema as Record<string, unknown>) };
+  if (s.properties && typeof s.properties === "object") {
+    s.properties = Object.fromEntries(Object.entries(s.properties).map(([k, v]) => [k, closed(v)]));
+    if (s.additionalProperties === undefined && s.patternProperties === undefined)
+      s.additionalProperties = false;
+  }
+  for (const key of SUBSCHEMAS) if (key in s) s[key] = closed(s[key]);
+  for (const key of SUBSCHEMA_LISTS) if (Array.isArray(s[key])) s[key] = (s[key] as unknown[]).map(closed);
+  return s;
 }
 
 /**

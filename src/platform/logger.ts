@@ -19,7 +19,50 @@ export const REDACTED_PATHS = [
   "*.body",
   "*.fields",
   "*.value",
+  // Case documents and customer data, wherever a log call might carry them.
+  "*.payload",
+  "*.metadata",
+  "*.person",
+  "*.business",
+  "*.attributes",
+  "*.reason",
+  "*.label",
+  "*.email",
+  "*.phone",
+  "*.firstName",
+  "*.lastName",
+  "*.dateOfBirth",
+  "*.params",
+  "*.credentials",
 ];
+
+/**
+ * What an error may say in a log. Database errors carry the data that failed in `where`
+ * (`JSON data, line 1: {…`), `detail` (`Key (email)=(…)`) and quoted values in the message
+ * (`invalid input syntax for type uuid: "…"`); errors of our own may quote values too. So only
+ * these properties are kept, and every double-quoted segment of a message or stack is replaced.
+ */
+const KEPT_ERROR_FIELDS = ["code", "severity", "routine", "table", "column", "constraint", "status"] as const;
+
+function scrub(text: string): string {
+  return text.replace(/"(?:[^"\\\n]|\\.)*"/g, '"…"');
+}
+
+export function serializeError(err: unknown, depth = 0): Record<string, unknown> {
+  if (!(err instanceof Error)) return { type: typeof err, message: "a non-Error value was thrown" };
+  const out: Record<string, unknown> = {
+    type: err.name,
+    message: scrub(err.message),
+  };
+  if (err.stack) out.stack = scrub(err.stack);
+  const fields = err as unknown as Record<string, unknown>;
+  for (const key of KEPT_ERROR_FIELDS) {
+    const value = fields[key];
+    if (typeof value === "string" || typeof value === "number") out[key] = value;
+  }
+  if (err.cause !== undefined && depth < 3) out.cause = serializeError(err.cause, depth + 1);
+  return out;
+}
 
 /** Query strings can carry signatures (upload URLs); logs keep the path only. */
 function pathOnly(url: string | undefined): string | undefined {
@@ -33,6 +76,7 @@ export function loggerOptions(level: string): pino.LoggerOptions {
     level,
     redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
     serializers: {
+      err: (err: unknown) => serializeError(err),
       req(req: { method?: string; url?: string; id?: string }) {
         return { method: req.method, url: pathOnly(req.url), reqId: req.id };
       },

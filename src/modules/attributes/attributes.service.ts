@@ -25,10 +25,10 @@ export async function setCustomerAttributes(
   const problems: ErrorDetail[] = [];
   const entries = Object.entries(attributes);
   if (entries.length > MAX_ATTRIBUTES) {
-    problems.push({ path: "body.attributes", message: `must have at most ${MAX_ATTRIBUTES} attributes` });
+    problems.push({ path: "attributes", message: `must have at most ${MAX_ATTRIBUTES} attributes` });
   }
   for (const [name, value] of entries) {
-    const path = `body.attributes.${name}`;
+    const path = `attributes.${name}`;
     if (!NAME.test(name)) {
       problems.push({
         path,
@@ -59,7 +59,7 @@ export async function setCustomerAttributes(
   if (!row) {
     throw badRequest(
       `a customer has at most ${MAX_ATTRIBUTES} attributes; remove some (set them to null) first`,
-      [{ path: "body.attributes", message: `would leave more than ${MAX_ATTRIBUTES} attributes` }],
+      [{ path: "attributes", message: `would leave more than ${MAX_ATTRIBUTES} attributes` }],
     );
   }
   return {

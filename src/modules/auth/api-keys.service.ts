@@ -67,23 +67,22 @@ function validate(input: CreateApiKeyInput, now: Date) {
   const problems: { path: string; message: string }[] = [];
   const name = input.name.trim();
   if (name.length === 0 || name.length > 200)
-    problems.push({ path: "body.name", message: "must be 1 to 200 characters" });
-  if (input.scopes.length === 0)
-    problems.push({ path: "body.scopes", message: "must name at least one scope" });
+    problems.push({ path: "name", message: "must be 1 to 200 characters" });
+  if (input.scopes.length === 0) problems.push({ path: "scopes", message: "must name at least one scope" });
   input.scopes.forEach((s, i) => {
-    if (!isScope(s)) problems.push({ path: `body.scopes.${i}`, message: `unknown scope "${s}"` });
+    if (!isScope(s)) problems.push({ path: `scopes[${i}]`, message: `unknown scope "${s}"` });
   });
   let expiresAt: Date | null = null;
   if (input.expiresAt !== undefined && input.expiresAt !== null) {
     expiresAt = new Date(input.expiresAt);
     if (Number.isNaN(expiresAt.getTime())) {
-      problems.push({ path: "body.expiresAt", message: "must be an RFC 3339 timestamp" });
+      problems.push({ path: "expiresAt", message: "must be an RFC 3339 timestamp" });
     } else if (expiresAt <= now) {
-      problems.push({ path: "body.expiresAt", message: "must be in the future" });
+      problems.push({ path: "expiresAt", message: "must be in the future" });
     }
   }
   if (input.rateLimit && input.rateLimit.burst < 1) {
-    problems.push({ path: "body.rateLimit.burst", message: "must be at least 1" });
+    problems.push({ path: "rateLimit.burst", message: "must be at least 1" });
   }
   if (problems.length > 0) {
     throw badRequest(
@@ -125,7 +124,7 @@ export async function removeApiKey(ctx: AppContext, tenantId: string, keyId: str
   if (!(await deleteApiKey(ctx.db.root, tenantId, keyId))) throw notFound("API key");
 }
 
-const unauthorized = (message: string) => new AppError("unauthorized", message);
+const unauthorized = (message: string) => new AppError("unauthenticated", message);
 
 const lookups = new WeakMap<Db, Batcher<Buffer, ApiKeyRow | undefined>>();
 

@@ -41,7 +41,7 @@ export function installAuth(app: FastifyInstance, ctx: AppContext): void {
       const presented = header && /^bearer /i.test(header) ? header.slice(7) : undefined;
       if (!token || !presented || !safeEqual(presented, token)) {
         throw new AppError(
-          "unauthorized",
+          "unauthenticated",
           "missing or invalid operator token: send Authorization: Bearer <token>",
         );
       }

@@ -15,7 +15,13 @@ import {
   CaseRecord,
   CaseSubmission,
 } from "./cases.schemas.js";
-import { type CaseSubmissionInput, dryRunCase } from "./cases.service.js";
+import { type CaseSubmissionInput, dryRunCase, submissionProblems } from "./cases.service.js";
+
+interface DryRunParams {
+  tenantId: string;
+  workflowId: string;
+  version: number;
+}
 
 const Actor = Type.String({ minLength: 1, maxLength: 200, description: "The analyst's user id" });
 
@@ -80,7 +86,13 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
   app.post(
     "/admin/tenants/:tenantId/workflows/:workflowId/versions/:version/dry-run",
     {
-      config: { admin: true },
+      config: {
+        admin: true,
+        bodyProblems: (request) => {
+          const { tenantId, workflowId, version } = request.params as DryRunParams;
+          return submissionProblems(ctx, tenantId, request.body, { workflowId, version });
+        },
+      },
       schema: {
         tags: ["operator: workflows"],
         summary: "Run a case submission on a version, published or not; the case carries dryRun: true",

@@ -9,13 +9,22 @@ import {
   CaseSummary,
   SubmissionResponse,
 } from "./cases.schemas.js";
-import { type CaseSubmissionInput, getCase, listTenantCases, submitCase } from "./cases.service.js";
+import {
+  type CaseSubmissionInput,
+  getCase,
+  listTenantCases,
+  submissionProblems,
+  submitCase,
+} from "./cases.service.js";
 
 export function casesRoutes(app: App, ctx: AppContext): void {
   app.post(
     "/cases",
     {
-      config: { scope: "cases:write" },
+      config: {
+        scope: "cases:write",
+        bodyProblems: (request) => submissionProblems(ctx, partnerOf(request).tenantId, request.body),
+      },
       schema: {
         tags: ["cases"],
         summary: "Submit a case",

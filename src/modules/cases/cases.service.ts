@@ -3,7 +3,7 @@ import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
 import type { Db, Executor } from "../../platform/db/index.js";
-import { AppError, badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
+import { AppError, badRequest, describeProblems, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { caseTrace, START_NOTIFICATION } from "../engine/index.js";
 import { listCaseInformationRequests } from "../rfi/rfi.service.js";
 import { listCaseTags } from "../tags/tags.repo.js";
@@ -15,7 +15,7 @@ import {
   getCompiledWorkflow,
   resolveSubmissionWorkflow,
 } from "../workflows/workflows.service.js";
-import type { CaseType } from "./case-status.js";
+import { CASE_TYPES, type CaseType } from "./case-status.js";
 import {
   type CaseFilters,
   type CaseRow,
@@ -26,7 +26,12 @@ import {
   type NewCase,
 } from "./cases.repo.js";
 import type { AdminCaseRecord, CaseRecord } from "./cases.schemas.js";
-import { checkSubmission, parseRfc3339 } from "./cases.validation.js";
+import {
+  checkSubmission,
+  parseRfc3339,
+  type SubmissionFacts,
+  type SubmissionShape,
+} from "./cases.validation.js";
 
 export interface CaseSubmissionInput {
   workflowId: string;
@@ -48,33 +53,84 @@ function submissionBody(row: CaseRow) {
   return { caseId: row.id, requestId: row.request_id, status: row.status };
 }
 
+interface Collected {
+  problems: ErrorDetail[];
+  wf: CompiledWorkflow | undefined;
+  facts: SubmissionFacts;
+}
+
+/** Every problem of a submission against the contract and its workflow, with what was derived. */
+async function collect(
+  ctx: AppContext,
+  input: SubmissionShape,
+  loadWorkflow: (() => Promise<CompiledWorkflow>) | undefined,
+): Promise<Collected> {
+  const problems: ErrorDetail[] = [];
+  const facts = checkSubmission(input, new Date(), ctx.config.maxEventSkewSeconds, problems);
+  let wf: CompiledWorkflow | undefined;
+  try {
+    wf = await loadWorkflow?.();
+  } catch (err) {
+    if (!(err instanceof AppError) || err.status !== 400) throw err;
+    problems.push(...(err.details ?? [{ path: "workflowId", message: err.message }]));
+  }
+  if (wf && input.payload !== undefined) {
+    for (const p of wf.validatePayload(input.payload)) {
+      problems.push({ path: p.path.startsWith("payload") ? p.path : `payload${p.path}`, message: p.message });
+    }
+  }
+  return { problems, wf, facts };
+}
+
 /** Validates a submission against the contract and its workflow; throws 400 listing every problem. */
 async function prepare(
   ctx: AppContext,
   input: CaseSubmissionInput,
   loadWorkflow: () => Promise<CompiledWorkflow>,
 ): Promise<{ wf: CompiledWorkflow; eventTimestamp: Date | null; externalCustomerId: string | null }> {
-  const problems: ErrorDetail[] = [];
-  const facts = checkSubmission(input, new Date(), ctx.config.maxEventSkewSeconds, problems);
-  let wf: CompiledWorkflow | undefined;
-  try {
-    wf = await loadWorkflow();
-  } catch (err) {
-    if (!(err instanceof AppError) || err.status !== 400) throw err;
-    problems.push(...(err.details ?? [{ path: "workflowId", message: err.message }]));
-  }
-  if (wf) {
-    for (const p of wf.validatePayload(input.payload ?? {})) {
-      problems.push({ path: p.path.startsWith("payload") ? p.path : `payload${p.path}`, message: p.message });
-    }
-  }
-  if (problems.length > 0 || !wf) {
-    throw badRequest(
-      `invalid case submission: ${problems.map((p) => `${p.path} ${p.message}`).join("; ")}`,
-      problems,
-    );
-  }
+  const { problems, wf, facts } = await collect(
+    ctx,
+    { ...input, payload: input.payload ?? {} },
+    loadWorkflow,
+  );
+  if (problems.length > 0 || !wf)
+    throw badRequest(describeProblems("invalid case submission", problems), problems);
   return { wf, ...facts };
+}
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * The submission rules beyond the body schema, run on a body the schema refused (so one answer
+ * lists every problem): each rule runs only on the parts of the body it can read.
+ */
+export async function submissionProblems(
+  ctx: AppContext,
+  tenantId: string,
+  body: unknown,
+  workflow?: { workflowId: string; version: number },
+): Promise<ErrorDetail[]> {
+  const b = isObject(body) ? body : {};
+  const type = CASE_TYPES.find((t) => t === b.type);
+  const input: SubmissionShape = {
+    type,
+    subject: isObject(b.subject) ? b.subject : {},
+    eventTimestamp: typeof b.eventTimestamp === "string" ? b.eventTimestamp : undefined,
+    payload: isObject(b.payload) ? b.payload : undefined,
+  };
+  const version = b.workflowVersion;
+  let load: (() => Promise<CompiledWorkflow>) | undefined;
+  if (workflow) {
+    load = async () => {
+      const wf = await getCompiledWorkflow(ctx.db.root, tenantId, workflow.workflowId, workflow.version);
+      if (!wf) throw notFound("workflow version");
+      return wf;
+    };
+  } else if (typeof b.workflowId === "string" && (version === undefined || Number.isInteger(version))) {
+    load = () => resolveSubmissionWorkflow(ctx.db.root, tenantId, b.workflowId as string, version as number);
+  }
+  return (await collect(ctx, input, load)).problems;
 }
 
 const insertBatches = new WeakMap<Db, Batcher<NewCase, boolean>>();
@@ -274,13 +330,16 @@ function encodeCursor(row: CaseRow): string {
   return Buffer.from(`${row.created_at.toISOString()}|${row.id}`).toString("base64url");
 }
 
+/** What `encodeCursor` writes, exactly: anything else would reach the database as a bad timestamp or uuid. */
+const CURSOR =
+  /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
 function decodeCursor(cursor: string): { createdAt: Date; id: string } {
-  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
-  const createdAt = at ? new Date(at) : undefined;
-  if (!createdAt || Number.isNaN(createdAt.getTime()) || !id || !/^[0-9a-f-]{36}$/.test(id)) {
-    throw badRequest("cursor is not one this service returned", [
-      { path: "querystring.cursor", message: "is invalid" },
-    ]);
+  const match = CURSOR.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  const createdAt = match?.[1] ? new Date(match[1]) : undefined;
+  const id = match?.[2];
+  if (!createdAt || Number.isNaN(createdAt.getTime()) || !id) {
+    throw badRequest("cursor is not one this service returned", [{ path: "cursor", message: "is invalid" }]);
   }
   return { createdAt, id };
 }
@@ -296,8 +355,7 @@ export function parseListQuery(query: CaseListQuery): {
     const raw = query[name];
     if (raw === undefined) return undefined;
     const parsed = parseRfc3339(raw);
-    if (!parsed)
-      problems.push({ path: `querystring.${name}`, message: "must be an RFC 3339 timestamp with an offset" });
+    if (!parsed) problems.push({ path: name, message: "must be an RFC 3339 timestamp with an offset" });
     return parsed;
   };
   const filters: CaseFilters = { ...query, createdFrom: time("createdFrom"), createdTo: time("createdTo") };

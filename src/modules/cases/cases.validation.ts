@@ -62,7 +62,7 @@ function checkDate(value: unknown, path: string, problems: ErrorDetail[]): void 
 function checkIdentifiers(identifiers: unknown, path: string, problems: ErrorDetail[]): void {
   if (!Array.isArray(identifiers)) return;
   identifiers.forEach((id: Json, i) => {
-    checkCountry(id.country, `${path}[${i}].country`, problems);
+    checkCountry(id?.country, `${path}[${i}].country`, problems);
   });
 }
 
@@ -76,22 +76,32 @@ export interface SubmissionFacts {
   externalCustomerId: string | null;
 }
 
+/** What the rules beyond the schema read of a submission; `type` is unknown when it is invalid. */
+export interface SubmissionShape {
+  type: CaseType | undefined;
+  subject: Json;
+  eventTimestamp?: string | undefined;
+  payload?: Json | undefined;
+}
+
 /** Checks what the schema could not; returns the facts derived on the way. */
 export function checkSubmission(
-  input: { type: CaseType; subject: Json; eventTimestamp?: string | undefined },
+  input: SubmissionShape,
   now: Date,
   maxSkewSeconds: number,
   problems: ErrorDetail[],
 ): SubmissionFacts {
-  const expected = SUBSTRUCT[input.type];
   const present = (["person", "business", "transaction"] as const).filter(
     (k) => input.subject[k] !== undefined,
   );
-  if (!present.includes(expected)) {
-    problems.push({ path: `subject.${expected}`, message: `is required for a ${input.type} case` });
-  }
-  for (const other of present.filter((k) => k !== expected)) {
-    problems.push({ path: `subject.${other}`, message: `must not be set on a ${input.type} case` });
+  if (input.type) {
+    const expected = SUBSTRUCT[input.type];
+    if (!present.includes(expected)) {
+      problems.push({ path: `subject.${expected}`, message: `is required for a ${input.type} case` });
+    }
+    for (const other of present.filter((k) => k !== expected)) {
+      problems.push({ path: `subject.${other}`, message: `must not be set on a ${input.type} case` });
+    }
   }
 
   const person = input.subject.person as Json | undefined;
@@ -115,7 +125,7 @@ export function checkSubmission(
     }
     const parties = Array.isArray(transaction.parties) ? (transaction.parties as Json[]) : [];
     parties.forEach((p, i) => {
-      checkIdentifiers(p.identifiers, `subject.transaction.parties[${i}].identifiers`, problems);
+      checkIdentifiers(p?.identifiers, `subject.transaction.parties[${i}].identifiers`, problems);
     });
   }
 
@@ -147,13 +157,13 @@ export function externalCustomerIdOf(subject: Json): string | null {
     (subject.person as Json | undefined)?.identifiers,
     (subject.business as Json | undefined)?.identifiers,
     ...(((subject.transaction as Json | undefined)?.parties as Json[] | undefined) ?? []).map(
-      (p) => p.identifiers,
+      (p) => p?.identifiers,
     ),
   ];
   for (const list of lists) {
     if (!Array.isArray(list)) continue;
-    const found = (list as Json[]).find((id) => id.type === "external_customer_id");
-    if (found && typeof found.value === "string") return found.value;
+    const found = (list as Json[]).find((id) => id?.type === "external_customer_id");
+    if (found && typeof found?.value === "string") return found.value;
   }
   return null;
 }

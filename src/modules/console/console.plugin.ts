@@ -146,7 +146,7 @@ export async function consoleScope(app: App, ctx: AppContext, routes: (scope: Ap
         if (!config || config.public) return;
         const session = request.consoleSession;
         if (!session) {
-          if (config.json) throw new AppError("unauthorized", "your session has ended: sign in again");
+          if (config.json) throw new AppError("unauthenticated", "your session has ended: sign in again");
           const next = request.method === "GET" ? `?next=${encodeURIComponent(request.url)}` : "";
           return reply.redirect(`/console/sign-in${next}`, 303);
         }

@@ -29,7 +29,7 @@ function actionOf(actions: readonly BrokerAction[], actionId: string, what: stri
 }
 
 function checkParams(action: BrokerAction, params: Record<string, unknown>): void {
-  const details = problemsOf(action.paramsSchema, params, "body.params");
+  const details = problemsOf(action.paramsSchema, params, "params");
   if (details.length > 0) {
     throw badRequest(`invalid params: ${details.map((d) => `${d.path} ${d.message}`).join("; ")}`, details);
   }

@@ -1,5 +1,6 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import type { ErrorDetail } from "../../platform/errors.js";
+import { fieldPath } from "../../platform/http.js";
 
 /**
  * Checks values against the JSON Schemas brokers declare (node configs, credentials, action
@@ -25,6 +26,7 @@ export function problemsOf(schema: Record<string, unknown>, value: unknown, root
         : e.keyword === "additionalProperties"
           ? "is not a known property"
           : (e.message ?? "is invalid");
-    return { path: `${root}${pointer.replaceAll("/", ".")}`, message };
+    const sub = fieldPath(pointer);
+    return { path: sub ? (sub.startsWith("[") ? `${root}${sub}` : `${root}.${sub}`) : root, message };
   });
 }

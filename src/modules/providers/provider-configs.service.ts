@@ -111,22 +111,22 @@ export async function putProviderConfig(
   const broker = requireBroker(brokerId);
   const details: ErrorDetail[] = [];
   const baseUrl = input.baseUrl.trim().replace(/\/+$/, "");
-  for (const message of await baseUrlProblems(ctx, baseUrl)) details.push({ path: "body.baseUrl", message });
-  details.push(...problemsOf(broker.credentialsSchema, input.credentials, "body.credentials"));
+  for (const message of await baseUrlProblems(ctx, baseUrl)) details.push({ path: "baseUrl", message });
+  details.push(...problemsOf(broker.credentialsSchema, input.credentials, "credentials"));
   const existing = await findProviderConfig(ctx.db.root, tenantId, brokerId);
   const box = secretBoxOf(ctx.config);
   let webhookSecretSealed: string | null = null;
   if (broker.webhookSecret === "none") {
     if (input.webhookSecret !== undefined) {
       details.push({
-        path: "body.webhookSecret",
+        path: "webhookSecret",
         message: `is not used by ${brokerId}, which sends no webhooks`,
       });
     }
   } else if (input.webhookSecret !== undefined) {
     if ([...input.webhookSecret].length < MIN_WEBHOOK_SECRET) {
       details.push({
-        path: "body.webhookSecret",
+        path: "webhookSecret",
         message: `must be at least ${MIN_WEBHOOK_SECRET} characters`,
       });
     } else webhookSecretSealed = box.seal(input.webhookSecret, webhookSecretPurpose(tenantId, brokerId));
@@ -135,7 +135,7 @@ export async function putProviderConfig(
     webhookSecretSealed = existing.webhook_secret_sealed;
   } else {
     details.push({
-      path: "body.webhookSecret",
+      path: "webhookSecret",
       message: `is required: ${brokerId} signs its webhooks with it`,
     });
   }

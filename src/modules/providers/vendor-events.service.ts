@@ -62,7 +62,7 @@ export async function receiveVendorEvent(
       { tenantId: row.tenant_id, brokerId },
       "vendor event refused: the payload digest does not match",
     );
-    throw new AppError("unauthorized", "the payload digest does not match");
+    throw new AppError("unauthenticated", "the payload digest does not match");
   }
   let parsed: unknown;
   try {

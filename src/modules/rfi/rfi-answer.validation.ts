@@ -1,5 +1,6 @@
 import { isUuid } from "../../platform/crypto.js";
 import { AppError } from "../../platform/errors.js";
+import { isUnstorableText } from "../../platform/input-guard.js";
 import { FIELD_KEY_PATTERN, RFI_LIMITS, utf8Bytes } from "./rfi.limits.js";
 import type { StoredField } from "./rfi.tables.js";
 
@@ -7,6 +8,9 @@ export interface ParsedAnswer {
   fields: StoredField[];
   documents: Array<{ uploadId: string; label: string | null }>;
 }
+
+/** Field values are the answer's own: text that cannot be stored is 422 `invalid_field_value` here. */
+export const ANSWER_VALUES = /^fields\[\d+\]\.value$/;
 
 const structure = (message: string) => new AppError("invalid_request", message);
 
@@ -115,6 +119,13 @@ function checkFields(fields: StoredField[]): void {
       throw new AppError(
         "invalid_field_value",
         `fields[${i}].value must be a string, number, boolean or null, not an ${Array.isArray(value) ? "array" : "object"}`,
+        { extra: { key } },
+      );
+    }
+    if (typeof value === "string" && isUnstorableText(value)) {
+      throw new AppError(
+        "invalid_field_value",
+        `fields[${i}].value contains a NUL character or a lone UTF-16 surrogate, which cannot be stored`,
         { extra: { key } },
       );
     }

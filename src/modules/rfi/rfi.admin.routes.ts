@@ -13,6 +13,7 @@ import {
 } from "./rfi.service.js";
 import { AnswerResultSchema, InformationRequestSchema } from "./rfi.views.js";
 import { answerAsAnalyst } from "./rfi-answer.service.js";
+import { ANSWER_VALUES } from "./rfi-answer.validation.js";
 import { openDocument } from "./uploads.service.js";
 
 const CaseParams = Type.Object({ caseId: Type.String() });
@@ -121,7 +122,7 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
   app.post(
     "/admin/cases/:caseId/rfi/:rfiId/answer",
     {
-      config: { admin: true, errorStyle: "rfi" },
+      config: { admin: true, errorStyle: "rfi", guardDefers: ANSWER_VALUES },
       attachValidation: true,
       schema: {
         tags: TAGS,

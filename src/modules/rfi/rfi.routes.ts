@@ -7,6 +7,7 @@ import { AnswerBody, MintBody, RaiseBody } from "./rfi.schemas.js";
 import { getRequest, listRequestsOfCase, raiseRequest } from "./rfi.service.js";
 import { AnswerResultSchema, InformationRequestSchema, UploadSlotSchema } from "./rfi.views.js";
 import { answerRequest } from "./rfi-answer.service.js";
+import { ANSWER_VALUES } from "./rfi-answer.validation.js";
 import { mintUploadSlot } from "./uploads.service.js";
 
 const CaseParams = Type.Object({ caseId: Type.String() });
@@ -113,7 +114,7 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
   app.post(
     "/cases/:caseId/rfi/:rfiId/response",
     {
-      config: { scope: "cases:write", errorStyle: "rfi" },
+      config: { scope: "cases:write", errorStyle: "rfi", guardDefers: ANSWER_VALUES },
       // The contract puts 404 and 409 before any check of the body: the service checks it.
       attachValidation: true,
       schema: {

@@ -44,12 +44,17 @@ export function findCaseTag(
  * Adds the tag if it is an enabled option of the tenant's vocabulary and not yet on the case.
  * Returns the new row, or undefined when nothing was inserted (already there, or not allowed).
  */
+/**
+ * Adds the tag when it is an enabled option and the case carries fewer than `limit` tags. Two
+ * concurrent adds can both see `limit - 1`; callers hold the case's lock to keep the cap exact.
+ */
 export async function insertCaseTagIfAllowed(
   db: Executor,
   tenantId: string,
   caseId: string,
   tag: string,
   createdBy: string,
+  limit: number,
 ): Promise<CaseTagRow | undefined> {
   const result = await sql<CaseTagRow>`
     INSERT INTO case_tags (tenant_id, case_id, tag, created_by)
@@ -57,6 +62,7 @@ export async function insertCaseTagIfAllowed(
     WHERE EXISTS (
       SELECT 1 FROM tag_options WHERE tenant_id = ${tenantId} AND tag = ${tag} AND enabled
     )
+    AND (SELECT count(*) FROM case_tags WHERE tenant_id = ${tenantId} AND case_id = ${caseId}) < ${limit}
     ON CONFLICT (case_id, tag) DO NOTHING
     RETURNING tag, created_by, created_at`.execute(db);
   return result.rows[0];
@@ -99,4 +105,14 @@ export function listTagOptions(db: Executor, tenantId: string): Promise<TagOptio
     .where("tenant_id", "=", tenantId)
     .orderBy("tag")
     .execute();
+}
+
+export async function isTagOptionEnabled(db: Executor, tenantId: string, tag: string): Promise<boolean> {
+  const row = await db
+    .selectFrom("tag_options")
+    .select("enabled")
+    .where("tenant_id", "=", tenantId)
+    .where("tag", "=", tag)
+    .executeTakeFirst();
+  return row?.enabled === true;
 }

@@ -53,7 +53,8 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
         tags: ["tags"],
         summary: "Apply a tag from the tenant's vocabulary",
         description:
-          "201 with the new tag; 200 with the original `createdBy` and `createdAt` when already applied.",
+          "201 with the new tag; 200 with the original `createdBy` and `createdAt` when already applied. " +
+          "A case carries at most 100 tags: one more is 409 `tag_limit_reached`.",
         params: CaseParams,
         body: Type.Object({ tag: Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH }) }),
         response: { 200: Tag, 201: Tag },

@@ -1,13 +1,14 @@
 import type { Actor, AppContext } from "../../platform/context.js";
 import { actorLabel } from "../../platform/context.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
-import { caseExists } from "../cases/cases.repo.js";
+import { caseExists, lockCase } from "../cases/cases.repo.js";
 import { requireTenant } from "../tenants/tenants.service.js";
 import {
   type CaseTagRow,
   deleteCaseTag,
   findCaseTag,
   insertCaseTagIfAllowed,
+  isTagOptionEnabled,
   listCaseTags,
   listTagOptions,
   type TagOptionRow,
@@ -15,6 +16,8 @@ import {
 } from "./tags.repo.js";
 
 export const MAX_TAG_LENGTH = 64;
+/** Contract section 2, "Tags". */
+export const MAX_TAGS_PER_CASE = 100;
 
 export interface TagView {
   tag: string;
@@ -71,19 +74,33 @@ export async function applyTag(
   caseId: string,
   tag: string,
 ): Promise<{ created: boolean; tag: TagView }> {
-  checkTag(tag, "body.tag");
-  await requireCase(ctx, tenantId, caseId);
-  const inserted = await insertCaseTagIfAllowed(ctx.db.root, tenantId, caseId, tag, actorLabel(actor));
-  if (inserted) return { created: true, tag: toTagView(inserted) };
-  const existing = await findCaseTag(ctx.db.root, tenantId, caseId, tag);
-  if (existing) return { created: false, tag: toTagView(existing) };
-  throw new AppError(
-    "validation_failed",
-    `tag "${tag}" is not an enabled option of the tenant's tag vocabulary`,
-    {
-      details: [{ path: "body.tag", message: "is not an enabled tag option" }],
-    },
-  );
+  checkTag(tag, "tag");
+  return ctx.db.transaction(async (tx) => {
+    // The case's lock makes the count and the insert one step for concurrent adds.
+    if (!(await lockCase(tx, tenantId, caseId))) throw notFound("case");
+    const inserted = await insertCaseTagIfAllowed(
+      tx,
+      tenantId,
+      caseId,
+      tag,
+      actorLabel(actor),
+      MAX_TAGS_PER_CASE,
+    );
+    if (inserted) return { created: true, tag: toTagView(inserted) };
+    const existing = await findCaseTag(tx, tenantId, caseId, tag);
+    if (existing) return { created: false, tag: toTagView(existing) };
+    if (!(await isTagOptionEnabled(tx, tenantId, tag))) {
+      throw new AppError(
+        "invalid_request",
+        `tag "${tag}" is not an enabled option of the tenant's tag vocabulary`,
+        { details: [{ path: "tag", message: "is not an enabled tag option" }] },
+      );
+    }
+    throw new AppError(
+      "tag_limit_reached",
+      `the case already carries ${MAX_TAGS_PER_CASE} tags, the most a case can carry; remove one first`,
+    );
+  });
 }
 
 export async function removeTag(
@@ -103,7 +120,7 @@ export async function setTagOption(
   tag: string,
   enabled: boolean,
 ): Promise<TagOptionView> {
-  checkTag(tag, "params.tag");
+  checkTag(tag, "tag");
   await requireTenant(ctx.db.root, tenantId);
   return toOptionView(await upsertTagOption(ctx.db.root, tenantId, tag, enabled));
 }

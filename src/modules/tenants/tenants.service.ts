@@ -18,7 +18,7 @@ export async function createTenant(ctx: AppContext, name: string): Promise<Tenan
   const trimmed = name.trim();
   if (trimmed.length === 0 || trimmed.length > 200) {
     throw badRequest("name must be 1 to 200 characters", [
-      { path: "body.name", message: "must be 1 to 200 characters" },
+      { path: "name", message: "must be 1 to 200 characters" },
     ]);
   }
   return toTenantView(await insertTenant(ctx.db.root, uuid(), trimmed));

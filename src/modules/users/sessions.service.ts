@@ -37,7 +37,7 @@ export interface ConsoleSession {
 }
 
 function unauthorized(): AppError {
-  return new AppError("unauthorized", "the email or password is not right");
+  return new AppError("unauthenticated", "the email or password is not right");
 }
 
 /** Checks the password and opens a session: its token goes in the cookie, its hash in the database. */

@@ -61,11 +61,10 @@ function checkUser(input: UserInput): { email: string; name: string; role: Role 
   const email = input.email.trim().toLowerCase();
   const name = input.name.trim();
   if (!EMAIL.test(email) || email.length > 320)
-    details.push({ path: "body.email", message: "must be an email address" });
+    details.push({ path: "email", message: "must be an email address" });
   if (name.length === 0 || name.length > 200)
-    details.push({ path: "body.name", message: "must be 1 to 200 characters" });
-  if (!isRole(input.role))
-    details.push({ path: "body.role", message: `must be one of: ${ROLES.join(", ")}` });
+    details.push({ path: "name", message: "must be 1 to 200 characters" });
+  if (!isRole(input.role)) details.push({ path: "role", message: `must be one of: ${ROLES.join(", ")}` });
   if (details.length > 0) {
     throw badRequest(`invalid user: ${details.map((d) => `${d.path} ${d.message}`).join("; ")}`, details);
   }
@@ -116,7 +115,7 @@ export async function createUser(
   } catch (err) {
     if (isUniqueViolation(err, "console_users_email")) {
       throw new AppError("conflict", "a console user with this email already exists", {
-        details: [{ path: "body.email", message: "is already in use" }],
+        details: [{ path: "email", message: "is already in use" }],
       });
     }
     throw err;
@@ -167,7 +166,7 @@ export async function changeRole(
 ): Promise<UserView> {
   if (!isRole(role)) {
     throw badRequest(`role must be one of: ${ROLES.join(", ")}`, [
-      { path: "body.role", message: `must be one of: ${ROLES.join(", ")}` },
+      { path: "role", message: `must be one of: ${ROLES.join(", ")}` },
     ]);
   }
   if (!isUuid(userId)) throw notFound("user");
@@ -233,7 +232,7 @@ export function checkPassword(password: string): void {
   if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
     throw badRequest(`the password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`, [
       {
-        path: "body.password",
+        path: "password",
         message: `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`,
       },
     ]);

@@ -101,25 +101,23 @@ function encodeCursor(seq: number): string {
 function decodeCursor(cursor: string): number {
   const match = /^d:(\d{1,15})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"));
   if (!match)
-    throw badRequest("cursor is not one this service returned", [
-      { path: "querystring.cursor", message: "is invalid" },
-    ]);
+    throw badRequest("cursor is not one this service returned", [{ path: "cursor", message: "is invalid" }]);
   return Number(match[1]);
 }
 
 function checkFilters(query: { status?: string; eventType?: string; caseId?: string }): void {
   if (query.status !== undefined && !DELIVERY_STATUSES.includes(query.status as DeliveryStatus)) {
     throw badRequest(`status must be one of ${DELIVERY_STATUSES.join(", ")}`, [
-      { path: "querystring.status", message: `must be one of ${DELIVERY_STATUSES.join(", ")}` },
+      { path: "status", message: `must be one of ${DELIVERY_STATUSES.join(", ")}` },
     ]);
   }
   if (query.eventType !== undefined && !(EVENT_TYPES as readonly string[]).includes(query.eventType)) {
     throw badRequest(`eventType must be one of ${EVENT_TYPES.join(", ")}`, [
-      { path: "querystring.eventType", message: `must be one of ${EVENT_TYPES.join(", ")}` },
+      { path: "eventType", message: `must be one of ${EVENT_TYPES.join(", ")}` },
     ]);
   }
   if (query.caseId !== undefined && !isUuid(query.caseId)) {
-    throw badRequest("caseId must be a UUID", [{ path: "querystring.caseId", message: "must be a UUID" }]);
+    throw badRequest("caseId must be a UUID", [{ path: "caseId", message: "must be a UUID" }]);
   }
 }
 
@@ -233,7 +231,7 @@ export async function redeliverFailed(
   const until = input.until === undefined ? undefined : new Date(input.until);
   if (until && until <= since) {
     throw badRequest("until must be later than since", [
-      { path: "body.until", message: "must be later than since" },
+      { path: "until", message: "must be later than since" },
     ]);
   }
   const result = await ctx.db.transaction(async (tx) => {

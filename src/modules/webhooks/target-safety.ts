@@ -1,58 +1,49 @@
 import dns from "node:dns";
 import net from "node:net";
 
+import ipaddr from "ipaddr.js";
+
 /**
  * Where a webhook may not go unless CDS_ALLOW_PRIVATE_TARGETS is on: anything that is not the
  * public internet. A partner-supplied URL that reaches the service's own network (a database,
  * an admin port, the cloud metadata endpoint) would turn webhooks into a request forgery tool.
+ *
+ * The ranges are ipaddr.js's classification (IANA's special-purpose registries): only `unicast`
+ * is public. Loopback, private, link-local, shared (100.64/10), multicast, reserved,
+ * documentation, benchmarking, unique-local (fd00:ec2::254, a metadata address) are not.
+ * IPv6 forms that carry an IPv4 address (IPv4-mapped and -compatible, SIIT, NAT64, 6to4, Teredo)
+ * are judged by the IPv4 address they reach.
  */
-const BLOCKED: Array<[string, number, "ipv4" | "ipv6"]> = [
-  ["0.0.0.0", 8, "ipv4"], // "this network"
-  ["10.0.0.0", 8, "ipv4"], // private
-  ["100.64.0.0", 10, "ipv4"], // carrier-grade NAT (also a cloud metadata range)
-  ["127.0.0.0", 8, "ipv4"], // loopback
-  ["169.254.0.0", 16, "ipv4"], // link-local, cloud metadata 169.254.169.254
-  ["172.16.0.0", 12, "ipv4"], // private
-  ["192.0.0.0", 24, "ipv4"], // IETF protocol assignments
-  ["192.0.2.0", 24, "ipv4"], // documentation
-  ["192.88.99.0", 24, "ipv4"], // 6to4 relay anycast
-  ["192.168.0.0", 16, "ipv4"], // private
-  ["198.18.0.0", 15, "ipv4"], // benchmarking
-  ["198.51.100.0", 24, "ipv4"], // documentation
-  ["203.0.113.0", 24, "ipv4"], // documentation
-  ["224.0.0.0", 4, "ipv4"], // multicast
-  ["240.0.0.0", 4, "ipv4"], // reserved, broadcast
-  ["::", 128, "ipv6"], // unspecified
-  ["::1", 128, "ipv6"], // loopback
-  ["64:ff9b:1::", 48, "ipv6"], // local-use NAT64
-  ["100::", 64, "ipv6"], // discard
-  ["2001:db8::", 32, "ipv6"], // documentation
-  ["fc00::", 7, "ipv6"], // unique local, incl. fd00:ec2::254 (metadata)
-  ["fe80::", 10, "ipv6"], // link-local
-  ["fec0::", 10, "ipv6"], // site-local (deprecated)
-  ["ff00::", 8, "ipv6"], // multicast
-];
 
-const blockList = new net.BlockList();
-for (const [address, prefix, family] of BLOCKED) blockList.addSubnet(address, prefix, family);
-
-/** The IPv4 address carried in the low 32 bits of a NAT64 (64:ff9b::/96) address. */
-function nat64Embedded(address: string): string | undefined {
-  const match = /^64:ff9b::(?:ffff:)?([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (!match) return undefined;
-  const hi = Number.parseInt(match[1] as string, 16);
-  const lo = Number.parseInt(match[2] as string, 16);
-  return [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join(".");
+/** The IPv4 address an IPv6 transition form reaches, for the forms that carry one. */
+function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const bytes = address.toByteArray();
+  // IPv4-compatible (::a.b.c.d, ::/96, deprecated): ipaddr.js calls `::7f00:1` unicast.
+  if (bytes.slice(0, 12).every((b) => b === 0)) return new ipaddr.IPv4(bytes.slice(12, 16));
+  switch (address.range()) {
+    case "ipv4Mapped": // ::ffff:a.b.c.d
+    case "rfc6145": // SIIT ::ffff:0:a.b.c.d
+    case "rfc6052": // NAT64 64:ff9b::/96 (and local-use 64:ff9b:1::/48)
+      return new ipaddr.IPv4(bytes.slice(12, 16));
+    case "6to4": // 2002:AABB:CCDD::/48
+      return new ipaddr.IPv4(bytes.slice(2, 6));
+    case "teredo": // the client's address, stored inverted in the last 32 bits
+      return new ipaddr.IPv4(bytes.slice(12, 16).map((b) => b ^ 0xff));
+    default:
+      return undefined;
+  }
 }
 
-/** True for an IP address outside the public internet (IPv4-mapped IPv6 included). */
+/** True for an IP address outside the public internet, in any spelling. */
 export function isPrivateAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 0) return true;
-  if (family === 4) return blockList.check(address, "ipv4");
-  if (blockList.check(address, "ipv6")) return true;
-  const embedded = nat64Embedded(address);
-  return embedded !== undefined && blockList.check(embedded, "ipv4");
+  // net.isIP first: ipaddr.js also reads classful and hex IPv4 forms that no resolver answers with.
+  if (net.isIP(address) === 0 || !ipaddr.isValid(address)) return true;
+  const parsed = ipaddr.parse(address);
+  if (parsed.kind() === "ipv4") return parsed.range() !== "unicast";
+  const v6 = parsed as ipaddr.IPv6;
+  const v4 = embeddedIPv4(v6);
+  if (v4) return v4.range() !== "unicast";
+  return v6.range() !== "unicast";
 }
 
 export class BlockedTargetError extends Error {

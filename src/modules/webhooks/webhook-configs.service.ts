@@ -108,7 +108,7 @@ function secretsOf(
   const seen = new Set<string>();
   const anonymous = input.secrets.length === 1 && input.secrets[0]?.id === undefined;
   input.secrets.forEach((entry, i) => {
-    const path = `body.secrets.${i}`;
+    const path = `secrets[${i}]`;
     if (entry.id === undefined && !anonymous) {
       details.push({ path: `${path}.id`, message: "is required when there is more than one secret" });
       return;
@@ -151,12 +151,12 @@ function secretsOf(
   const active = input.activeSecretId ?? null;
   if (anonymous) {
     if (active !== null) {
-      details.push({ path: "body.activeSecretId", message: "names no secret: the one secret has no id" });
+      details.push({ path: "activeSecretId", message: "names no secret: the one secret has no id" });
     }
   } else if (active === null) {
-    details.push({ path: "body.activeSecretId", message: "is required: name the secret that signs" });
+    details.push({ path: "activeSecretId", message: "is required: name the secret that signs" });
   } else if (!input.secrets.some((s) => s.id === active)) {
-    details.push({ path: "body.activeSecretId", message: `"${active}" is not the id of one of the secrets` });
+    details.push({ path: "activeSecretId", message: `"${active}" is not the id of one of the secrets` });
   }
   return { secrets, activeSecretId: anonymous ? null : active };
 }
@@ -168,18 +168,18 @@ export async function putWebhookConfig(
   input: WebhookConfigInput,
 ): Promise<WebhookConfigView> {
   await requireTenant(ctx.db.root, tenantId);
-  checkWebhookKey(webhookKey, "params.webhookKey");
+  checkWebhookKey(webhookKey, "webhookKey");
   const details: ErrorDetail[] = [];
   const { url, problems } = urlProblems(ctx, input.url.trim());
-  for (const message of problems) details.push({ path: "body.url", message });
+  for (const message of problems) details.push({ path: "url", message });
   if (input.maxAttempts !== undefined && (input.maxAttempts < 1 || input.maxAttempts > MAX_ATTEMPTS)) {
-    details.push({ path: "body.maxAttempts", message: `must be 1 to ${MAX_ATTEMPTS}` });
+    details.push({ path: "maxAttempts", message: `must be 1 to ${MAX_ATTEMPTS}` });
   }
   if (
     input.timeoutMs !== undefined &&
     (input.timeoutMs < MIN_TIMEOUT_MS || input.timeoutMs > MAX_TIMEOUT_MS)
   ) {
-    details.push({ path: "body.timeoutMs", message: `must be ${MIN_TIMEOUT_MS} to ${MAX_TIMEOUT_MS}` });
+    details.push({ path: "timeoutMs", message: `must be ${MIN_TIMEOUT_MS} to ${MAX_TIMEOUT_MS}` });
   }
   const existing = await findWebhookConfig(ctx.db.root, tenantId, webhookKey);
   const box = secretBoxOf(ctx.config);
@@ -189,7 +189,7 @@ export async function putWebhookConfig(
   const { secrets, activeSecretId } = secretsOf(input, stored, details);
   if (url && problems.length === 0) {
     const problem = await targetProblem(ctx, url);
-    if (problem) details.push({ path: "body.url", message: problem });
+    if (problem) details.push({ path: "url", message: problem });
   }
   if (details.length > 0) {
     throw badRequest(

@@ -1,4 +1,6 @@
 import { Ajv2020, type ErrorObject, type Options, type ValidateFunction } from "ajv/dist/2020.js";
+import type { RegExpEngine } from "ajv/dist/types/index.js";
+import { RE2JS } from "re2js";
 import type { ErrorDetail } from "../../platform/errors.js";
 import { addFormats } from "../../platform/http.js";
 
@@ -10,7 +12,22 @@ import { addFormats } from "../../platform/http.js";
 
 export const DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema";
 
+/**
+ * `pattern` and `patternProperties` run on RE2 (linear time): a tenant's schema must not be able
+ * to hold the event loop with a backtracking pattern (`^(a+)+$`). RE2 refuses what it cannot run
+ * in linear time (backreferences, lookaround), so such a schema is refused at creation.
+ */
+const re2Engine: RegExpEngine = Object.assign(
+  (pattern: string) => {
+    const re = RE2JS.compile(pattern);
+    // Ajv shares compiled patterns between schemas by this string.
+    return { test: (text: string) => re.test(text), toString: () => `re2:${pattern}` };
+  },
+  { code: "re2js" },
+);
+
 const OPTIONS: Options = {
+  code: { regExp: re2Engine },
   allErrors: true,
   // Unknown keywords and formats are refused: a typo must not silently accept every payload.
   strictSchema: true,

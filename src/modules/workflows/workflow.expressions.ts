@@ -1,4 +1,5 @@
 import { Environment, type ParseResult } from "@marcbachmann/cel-js";
+import { RE2JS } from "re2js";
 import {
   type CompiledCondition,
   type CompiledExpression,
@@ -21,7 +22,14 @@ import {
  * Results come back as plain JSON: ints as numbers (refused beyond ±2^53), maps as objects,
  * timestamps as RFC 3339 strings; bytes, durations, types and non-finite doubles are
  * expression errors.
+ *
+ * Bounds (decision 0013): every evaluation is metered (one unit per expression node evaluated,
+ * more for long strings and lists), and the expressions of one node evaluation share one budget;
+ * past it the expression fails, and so does the case. `matches()` runs on RE2 (linear time).
  */
+
+/** Units one node evaluation may spend (about 2 ms of one core; see decision 0013). */
+export const EVALUATION_BUDGET = 50_000;
 
 const environment = new Environment({ homogeneousAggregateLiterals: false })
   .registerVariable("payload", "map", { description: "The case payload" })
@@ -91,6 +99,8 @@ export function checkExpression(source: string, kind: ExpressionKind): CheckedEx
   if (NOT_JSON.test(type)) {
     return { ok: false, message: `has type ${type}, which has no JSON form; convert it with string()` };
   }
+  const badPattern = literalPatternProblem(program.ast);
+  if (badPattern) return { ok: false, message: `does not compile: ${badPattern}` };
   return { ok: true, program, type, nodeRefs: nodeReferences(program.ast) };
 }
 
@@ -181,10 +191,185 @@ function failure(err: unknown): string {
   return e.summary ?? e.message ?? String(err);
 }
 
-function program(source: string, kind: ExpressionKind): ParseResult {
+function program(source: string, kind: ExpressionKind): (variables: ExpressionVariables) => unknown {
   const checked = checkExpression(source, kind);
   if (!checked.ok) throw new Error(`expression \`${source}\` ${checked.message}`);
-  return checked.program;
+  meter(checked.program.ast);
+  const run = checked.program;
+  return (variables) => metered(variables, () => run(variables as unknown as Record<string, unknown>));
+}
+
+// --- Metering -------------------------------------------------------------------------------
+
+class BudgetExceeded extends Error {
+  constructor() {
+    super(
+      `exceeded the evaluation budget of ${EVALUATION_BUDGET} units for one node ` +
+        "(comprehensions over large lists, or very long strings)",
+    );
+  }
+}
+
+interface Meter {
+  left: number;
+}
+
+/** One budget per evaluation of a node: the engine builds one variables object for it. */
+const meters = new WeakMap<object, Meter>();
+let current: Meter | undefined;
+
+function spend(units: number): void {
+  if (!current) return;
+  current.left -= units;
+  if (current.left < 0) throw new BudgetExceeded();
+}
+
+/** What a value costs beyond its node: long strings and lists are paid for by size. */
+function sizeCost(value: unknown): number {
+  if (typeof value === "string") return value.length >>> 6;
+  if (Array.isArray(value)) return value.length >>> 3;
+  return 0;
+}
+
+function metered<T>(variables: ExpressionVariables, run: () => T): T {
+  let m = meters.get(variables);
+  if (!m) {
+    m = { left: EVALUATION_BUDGET };
+    meters.set(variables, m);
+  }
+  const outer = current;
+  current = m;
+  try {
+    const result = run();
+    // `||` and `&&` absorb errors of one side, the budget's too: an exhausted budget still fails.
+    if (m.left < 0) throw new BudgetExceeded();
+    return result;
+  } finally {
+    current = outer;
+  }
+}
+
+type Evaluate = (ev: Evaluator, ast: AstNode, ctx: unknown) => unknown;
+
+interface Evaluator {
+  run(ast: AstNode, ctx: unknown): unknown;
+}
+
+/** The parts of cel-js's AST node that metering uses; `meta` holds what `check()` settled. */
+interface AstNode {
+  op: string;
+  args: unknown;
+  evaluate: Evaluate;
+  meta: { evaluate: Evaluate; alternate?: AstNode; macro?: { evaluate: Evaluate } };
+}
+
+function isNode(value: unknown): value is AstNode {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as AstNode).op === "string" &&
+    "meta" in value
+  );
+}
+
+/** Every AST node of a checked program, macro expansions included. */
+function allNodes(root: unknown): AstNode[] {
+  const seen = new Set<unknown>();
+  const found: AstNode[] = [];
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value !== "object" || value === null || seen.has(value)) continue;
+    seen.add(value);
+    if (Array.isArray(value)) {
+      stack.push(...value);
+    } else if (isNode(value)) {
+      found.push(value);
+      stack.push(value.args, value.meta.alternate, value.meta.macro);
+    } else if (Object.getPrototypeOf(value) === Object.prototype) {
+      stack.push(...Object.values(value));
+    }
+  }
+  return found;
+}
+
+/**
+ * Wraps each node's evaluation with the meter, and runs `matches()` on RE2. cel-js has no cost
+ * limit of its own and its `matches()` is the backtracking `RegExp`; both are replaced here on
+ * the checked AST, which evaluates through each node's `evaluate`.
+ */
+function meter(root: unknown): void {
+  for (const node of allNodes(root)) {
+    const meta = node.meta;
+    if (meta.alternate) continue;
+    const base: Evaluate = meta.macro
+      ? (ev, _ast, ctx) => (meta.macro as { evaluate: Evaluate }).evaluate(ev, meta.macro as never, ctx)
+      : isMatches(node)
+        ? re2Matches(node)
+        : (ev, ast, ctx) => meta.evaluate.call(node, ev, ast, ctx);
+    const accumulator = node.op === "accuPush" || node.op === "accuValue";
+    node.evaluate = (ev, ast, ctx) => {
+      spend(1);
+      const result = base(ev, ast, ctx);
+      if (!accumulator) spend(sizeCost(result));
+      return result;
+    };
+  }
+}
+
+// --- Regular expressions --------------------------------------------------------------------
+
+function isMatches(node: AstNode): boolean {
+  return node.op === "rcall" && Array.isArray(node.args) && node.args[0] === "matches";
+}
+
+const patterns = new Map<string, RE2JS>();
+
+/** Compiled RE2 patterns, the most recent 500 kept. */
+export function re2(pattern: string): RE2JS {
+  let re = patterns.get(pattern);
+  if (re) {
+    patterns.delete(pattern);
+  } else {
+    re = RE2JS.compile(pattern);
+    if (patterns.size >= 500) patterns.delete(patterns.keys().next().value as string);
+  }
+  patterns.set(pattern, re);
+  return re;
+}
+
+function re2Matches(node: AstNode): Evaluate {
+  const [, receiver, [pattern]] = node.args as [string, AstNode, [AstNode]];
+  return (ev, _ast, ctx) => {
+    const text = ev.run(receiver, ctx);
+    const source = ev.run(pattern, ctx);
+    if (typeof text !== "string" || typeof source !== "string") {
+      throw new Error("matches() takes a string and a string pattern");
+    }
+    spend((text.length >>> 3) + source.length);
+    let re: RE2JS;
+    try {
+      re = re2(source);
+    } catch (err) {
+      throw new Error(`invalid regular expression ${JSON.stringify(source)}: ${(err as Error).message}`);
+    }
+    return re.test(text);
+  };
+}
+
+/** A `matches()` whose pattern is a literal RE2 refuses, found at creation instead of at run time. */
+function literalPatternProblem(root: unknown): string | undefined {
+  for (const node of allNodes(root)) {
+    if (!isMatches(node)) continue;
+    const pattern = (node.args as [string, unknown, unknown[]])[2][0];
+    if (!isNode(pattern) || pattern.op !== "value" || typeof pattern.args !== "string") continue;
+    try {
+      re2(pattern.args);
+    } catch (err) {
+      return `matches() pattern ${JSON.stringify(pattern.args)} is not a valid RE2 regular expression (${(err as Error).message})`;
+    }
+  }
+  return undefined;
 }
 
 export function compileExpression(nodeId: string, source: string): CompiledExpression {
@@ -193,7 +378,7 @@ export function compileExpression(nodeId: string, source: string): CompiledExpre
     source,
     evaluate(variables: ExpressionVariables): unknown {
       try {
-        return toJson(run(variables as unknown as Record<string, unknown>));
+        return toJson(run(variables));
       } catch (err) {
         throw new ExpressionError(nodeId, source, failure(err));
       }
@@ -209,7 +394,7 @@ export function compileText(nodeId: string, source: string): CompiledExpression 
     evaluate(variables: ExpressionVariables): string {
       let result: unknown;
       try {
-        result = run(variables as unknown as Record<string, unknown>);
+        result = run(variables);
       } catch (err) {
         throw new ExpressionError(nodeId, source, failure(err));
       }
@@ -228,7 +413,7 @@ export function compileCondition(nodeId: string, source: string): CompiledCondit
     test(variables: ExpressionVariables): boolean {
       let result: unknown;
       try {
-        result = run(variables as unknown as Record<string, unknown>);
+        result = run(variables);
       } catch (err) {
         throw new ExpressionError(nodeId, source, failure(err));
       }

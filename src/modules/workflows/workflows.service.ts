@@ -3,6 +3,7 @@ import type { AppContext } from "../../platform/context.js";
 import type { Executor } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { requireTenant } from "../tenants/tenants.service.js";
+import { checkDefinitionLimits } from "./definition-limits.js";
 import { nodeTypeOf } from "./node-type.js";
 import { compileWorkflow, type VersionKey } from "./workflow.compiler.js";
 import { PATTERN_MESSAGES, WORKFLOW_ID_PATTERN } from "./workflow.schema.js";
@@ -67,12 +68,13 @@ export async function createVersion(
   await requireTenant(ctx.db.root, tenantId);
   if (!WORKFLOW_ID.test(workflowId))
     throw refused("workflowId", PATTERN_MESSAGES[WORKFLOW_ID_PATTERN] as string);
-  const problems = validateDefinition(definition);
+  const limits = checkDefinitionLimits(definition);
+  const problems = limits.length > 0 ? limits : validateDefinition(definition);
   if (problems.length > 0) {
     const first = problems[0] as { path: string; message: string };
     const count = problems.length === 1 ? "a problem" : `${problems.length} problems`;
     throw new AppError(
-      "validation_failed",
+      "invalid_request",
       `the workflow definition has ${count}; the first: ${first.path} ${first.message}`,
       { details: problems },
     );
@@ -210,7 +212,7 @@ export async function checkTenantRequirements(
   }
   if (details.length > 0) {
     throw new AppError(
-      "validation_failed",
+      "invalid_request",
       `version ${wf.version} of workflow ${wf.workflowId} cannot run for this tenant: ${details.map((d) => d.message).join("; ")}`,
       { details },
     );
@@ -218,7 +220,7 @@ export async function checkTenantRequirements(
 }
 
 function refused(path: string, message: string): AppError {
-  return new AppError("validation_failed", `${path} ${message}`, { details: [{ path, message }] });
+  return new AppError("invalid_request", `${path} ${message}`, { details: [{ path, message }] });
 }
 
 const targetBatches = new WeakMap<Executor, Batcher<SubmissionTargetKey, SubmissionTarget | undefined>>();

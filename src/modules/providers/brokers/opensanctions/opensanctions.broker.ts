@@ -48,7 +48,7 @@ async function screen(vendor: VendorClient, kase: CaseSubject, config: OpenSanct
   const query = matchQuery(kase.subject);
   if (!query) {
     throw new AppError(
-      "validation_failed",
+      "invalid_request",
       "opensanctions screens a person or a business: the case's subject has neither a name nor a legal name",
     );
   }

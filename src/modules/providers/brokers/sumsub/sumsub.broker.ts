@@ -174,7 +174,7 @@ async function findOrCreateApplicant(
   const found = await findApplicant(vendor, externalUserId);
   if (!found)
     throw new AppError(
-      "bad_gateway",
+      "provider_failed",
       "create_applicant: the vendor reports the applicant exists but cannot find it",
     );
   if (prefill.fixedInfo && Object.keys(prefill.fixedInfo).length > 0)

@@ -1,0 +1,192 @@
+import fs from "node:fs";
+import { Writable } from "node:stream";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../src/app.js";
+import type { App } from "../src/platform/app-types.js";
+import { createBlobStore } from "../src/platform/blobs/index.js";
+import type { AppContext } from "../src/platform/context.js";
+import type { JobWorker } from "../src/platform/jobs.js";
+import { createLogger } from "../src/platform/logger.js";
+import { startWorker } from "../src/worker.js";
+import { testConfig } from "./support/app.js";
+import { createTestDatabase, type TestDatabase } from "./support/db.js";
+import { adminHeaders, createPartner, createStoredCase, type Partner } from "./support/fixtures.js";
+import { answerRfi, openRequest } from "./support/rfi.js";
+import { amountScreen, createWorkflow, kycSubject, waitForCase } from "./support/workflows.js";
+
+/**
+ * Logs never carry customer personal data, on error paths too (contract section 1). Every field
+ * below holds a marker; the requests drive the error paths the service has (refused text, deep
+ * nesting, invalid JSON, failed validation, a failing workflow), and no marker may reach a line.
+ */
+
+const lines: string[] = [];
+let app: App;
+let ctx: AppContext;
+let database: TestDatabase;
+let worker: JobWorker;
+let partner: Partner;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  const config = testConfig({ logLevel: "trace" });
+  const sink = new Writable({
+    write(chunk, _encoding, callback) {
+      lines.push(String(chunk));
+      callback();
+    },
+  });
+  ctx = { config, db: database.db, log: createLogger("trace", sink), blobs: createBlobStore(config) };
+  app = await buildApp(ctx);
+  worker = await startWorker(ctx);
+  partner = await createPartner(app);
+  await createWorkflow(app, partner.tenantId, "screen", amountScreen);
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await app?.close();
+  await database?.drop();
+  fs.rmSync(ctx.config.dataDir, { recursive: true, force: true });
+});
+
+let counter = 0;
+const markers: string[] = [];
+/** A fresh marker, optionally followed by text PostgreSQL refuses, so that the request fails. */
+function m(suffix = ""): string {
+  counter += 1;
+  const mark = `PII${String(counter).padStart(4, "0")}MARK`;
+  markers.push(mark);
+  return `${mark}${suffix}`;
+}
+
+function expectNoMarker(): void {
+  const log = lines.join("");
+  for (const mark of markers) expect(log, mark).not.toContain(mark);
+}
+
+describe("personal data in logs", () => {
+  it("no marker from a refused case submission reaches the log", async () => {
+    for (const suffix of ["\u0000", "\ud800", ""]) {
+      await app.inject({
+        method: "POST",
+        url: "/cases",
+        headers: partner.headers,
+        payload: {
+          workflowId: "screen",
+          type: "KYC",
+          idempotencyKey: m(suffix),
+          payload: { amount: m(suffix), [m(suffix)]: m(suffix) },
+          metadata: { note: m(suffix) },
+          subject: {
+            ...kycSubject,
+            person: {
+              ...kycSubject.person,
+              firstName: m(suffix),
+              lastName: m(suffix),
+              email: m(suffix),
+              phone: m(suffix),
+              dateOfBirth: m(suffix),
+            },
+          },
+        },
+      });
+    }
+    const raw = `{"workflowId":"screen","payload":{"x":"${m()}"`;
+    await app.inject({
+      method: "POST",
+      url: "/cases",
+      headers: { ...partner.headers, "content-type": "application/json" },
+      payload: raw,
+    });
+    expect(lines.length).toBeGreaterThan(0);
+    expectNoMarker();
+  });
+
+  it("no marker from refused RFIs, answers, attributes, names or an override reaches the log", async () => {
+    const { caseId, rfiId } = await openRequest(app, ctx, partner);
+    for (const suffix of ["\u0000", "\ud800", ""]) {
+      await app.inject({
+        method: "POST",
+        url: `/cases/${caseId}/rfi`,
+        headers: partner.headers,
+        payload: { to: m(suffix), subject: m(suffix), body: m(suffix), templateId: m(suffix) },
+      });
+      await answerRfi(app, partner, caseId, rfiId, {
+        fields: [{ key: "a", value: m(suffix), label: m(suffix) }],
+      });
+      await app.inject({
+        method: "POST",
+        url: "/customer-attributes",
+        headers: partner.headers,
+        payload: { externalCustomerId: m(suffix), attributes: { segment: m(suffix) } },
+      });
+      await app.inject({
+        method: "POST",
+        url: "/admin/tenants",
+        headers: adminHeaders,
+        payload: { name: m(suffix) },
+      });
+      const stored = await createStoredCase(ctx, partner.tenantId, "in_review");
+      await app.inject({
+        method: "POST",
+        url: `/admin/cases/${stored}/decision`,
+        headers: adminHeaders,
+        payload: { value: "approved", actor: "jane", reason: m(suffix) },
+      });
+    }
+    expectNoMarker();
+  });
+
+  it("no marker reaches the log from a workflow that fails on a case's data", async () => {
+    await createWorkflow(app, partner.tenantId, "failing", {
+      inputSchema: { type: "object" },
+      start: "check",
+      nodes: [
+        {
+          id: "check",
+          type: "rules",
+          rules: [{ when: "int(payload.name) > 3", next: "yes" }],
+          default: "yes",
+        },
+        { id: "yes", type: "decision", decision: "approved" },
+      ],
+    });
+    const res = await app.inject({
+      method: "POST",
+      url: "/cases",
+      headers: partner.headers,
+      payload: { workflowId: "failing", type: "KYC", payload: { name: m() }, subject: kycSubject },
+    });
+    expect(res.statusCode).toBe(201);
+    const record = await waitForCase(app, partner.headers, res.json().caseId);
+    expect(record.status).toBe("failed");
+    expectNoMarker();
+  });
+
+  it("a database error is logged with its code, without the data it quotes in where, detail or message", async () => {
+    const secret = m();
+    let caught: unknown;
+    try {
+      await sql`SELECT ${`{"name": "${secret}\\u0000"}`}::jsonb`.execute(ctx.db.root);
+    } catch (err) {
+      caught = err;
+    }
+    try {
+      await sql`SELECT ${secret}::uuid`.execute(ctx.db.root);
+    } catch (err) {
+      ctx.log.error({ err }, "second failure");
+    }
+    expect(caught).toBeInstanceOf(Error);
+    ctx.log.error({ err: caught }, "a query failed");
+    const first = lines.find((l) => l.includes("a query failed"));
+    const second = lines.find((l) => l.includes("second failure"));
+    expect(JSON.parse(first as string).err).toMatchObject({ code: expect.stringMatching(/^22/) });
+    expect(JSON.parse(second as string).err).toMatchObject({
+      code: "22P02",
+      message: expect.stringContaining("uuid"),
+    });
+    expectNoMarker();
+  });
+});
