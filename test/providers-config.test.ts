@@ -119,10 +119,10 @@ describe("provider configuration (operator API)", () => {
     const paths = res.json().details.map((d: { path: string }) => d.path);
     expect(paths).toEqual(
       expect.arrayContaining([
-        "body.baseUrl",
-        "body.credentials.secretKey",
-        "body.credentials.extra",
-        "body.webhookSecret",
+        "baseUrl",
+        "credentials.secretKey",
+        "credentials.extra",
+        "webhookSecret",
       ]),
     );
     const os = await put(tenantId, "opensanctions", {
@@ -252,6 +252,6 @@ describe("cds provider", () => {
       "appToken=a",
     );
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/body.credentials.secretKey/);
+    expect(bad.stderr).toMatch(/credentials.secretKey/);
   });
 });
