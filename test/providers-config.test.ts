@@ -118,12 +118,7 @@ describe("provider configuration (operator API)", () => {
     expect(res.statusCode).toBe(400);
     const paths = res.json().details.map((d: { path: string }) => d.path);
     expect(paths).toEqual(
-      expect.arrayContaining([
-        "baseUrl",
-        "credentials.secretKey",
-        "credentials.extra",
-        "webhookSecret",
-      ]),
+      expect.arrayContaining(["baseUrl", "credentials.secretKey", "credentials.extra", "webhookSecret"]),
     );
     const os = await put(tenantId, "opensanctions", {
       baseUrl: "https://api.opensanctions.org",
