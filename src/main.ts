@@ -1,7 +1,7 @@
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
-import { buildApp } from "./app.js";
+import { buildApp, buildOperationsApp } from "./app.js";
 import { ApiError, OperatorClient } from "./cli/client.js";
 import type { CliContext } from "./cli/context.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
@@ -60,6 +60,10 @@ async function serve(io: CliIo, roleOverride?: Config["role"]): Promise<void> {
     const ctx: AppContext = { config, db, log, blobs: createBlobStore(config) };
     app = config.role === "worker" ? undefined : await buildApp(ctx);
     if (app) await app.listen({ port: config.port, host: config.host });
+    if (!app && config.metricsPort !== undefined) {
+      app = await buildOperationsApp(ctx);
+      await app.listen({ port: config.metricsPort, host: config.host });
+    }
     if (config.role !== "api") {
       // On PostgreSQL the workers get a pool of their own, so that a burst of background work
       // never leaves API requests waiting for a connection.

@@ -1,6 +1,7 @@
 import { featureModules } from "./modules/index.js";
 import { webhookDeliveryHandlers } from "./modules/webhooks/index.js";
 import type { AppContext } from "./platform/context.js";
+import { WorkerHeartbeat } from "./platform/heartbeat.js";
 import { JobWorker, type WorkerOptions } from "./platform/jobs.js";
 
 /**
@@ -9,6 +10,8 @@ import { JobWorker, type WorkerOptions } from "./platform/jobs.js";
  * slots (CDS_WEBHOOK_CONCURRENCY) instead of taking the ones workflow steps need.
  */
 class ServiceWorker extends JobWorker {
+  readonly #heartbeat: WorkerHeartbeat;
+
   constructor(
     ctx: AppContext,
     options: WorkerOptions,
@@ -19,6 +22,7 @@ class ServiceWorker extends JobWorker {
       featureModules.flatMap((m) => m.jobs?.(ctx) ?? []),
       options,
     );
+    this.#heartbeat = new WorkerHeartbeat(ctx.db, this.id, ctx.log);
   }
 
   override get runningCount(): number {
@@ -28,9 +32,11 @@ class ServiceWorker extends JobWorker {
   override async start(): Promise<void> {
     await super.start();
     await this.deliveries.start();
+    await this.#heartbeat.start();
   }
 
   override async stop(): Promise<void> {
+    await this.#heartbeat.stop();
     await Promise.all([super.stop(), this.deliveries.stop()]);
   }
 }

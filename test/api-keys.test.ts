@@ -2,11 +2,10 @@ import { createHash } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../src/app.js";
 import { KEY_PREFIX } from "../src/modules/auth/api-key-format.js";
 import type { App } from "../src/platform/app-types.js";
 import { type Db, openDb } from "../src/platform/db/index.js";
-import { createTestApp, type TestApp } from "./support/app.js";
+import { buildCheckedApp, createTestApp, type TestApp } from "./support/app.js";
 import {
   adminHeaders,
   createKey,
@@ -37,7 +36,7 @@ async function anotherApp(configOverrides: Partial<TestApp["ctx"]["config"]> = {
     db = await openDb({ databaseUrl: h.database.url, poolSize: 2 });
     extraDbs.push(db);
   }
-  const app = await buildApp({
+  const app = await buildCheckedApp({
     ...h.ctx,
     db,
     config: Object.freeze({ ...h.ctx.config, ...configOverrides }),

@@ -2,6 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { badRequest, describeProblems } from "../../platform/errors.js";
+import { errorResponse } from "../../platform/openapi.js";
 import { DECISION_VALUES } from "./case-status.js";
 import { closeCase, overrideDecision } from "./cases.admin.service.js";
 import { CaseRecord, CaseSubmission } from "./cases.schemas.js";
@@ -30,7 +31,10 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: cases"],
+        operationId: "overrideDecision",
         summary: "Override a case's decision (appends to the history; emits case.decision_overridden)",
+        description:
+          "Appends the analyst's decision to `decisionHistory`, makes it the current one and emits `case.decision_overridden`. 409 when the case has no decision to override or is closed.",
         params: Type.Object({ caseId: Type.String() }),
         body: Type.Object(
           {
@@ -40,7 +44,10 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
           },
           { additionalProperties: false },
         ),
-        response: { 200: CaseRecord },
+        response: {
+          200: CaseRecord,
+          409: errorResponse("The case is closed, or has no decision to override"),
+        },
       },
     },
     async (request) => overrideDecision(ctx, request.params.caseId, request.body),
@@ -52,10 +59,15 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: cases"],
+        operationId: "closeCase",
         summary: "Close a case for good",
+        description: "A closed case is terminal: it takes no more actions, answers or overrides.",
         params: Type.Object({ caseId: Type.String() }),
         body: Type.Object({ actor: Actor }, { additionalProperties: false }),
-        response: { 200: CaseRecord },
+        response: {
+          200: CaseRecord,
+          409: errorResponse("The case is closed, or has no decision to override"),
+        },
       },
     },
     async (request) => closeCase(ctx, request.params.caseId, request.body),
@@ -73,7 +85,10 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
       },
       schema: {
         tags: ["operator: workflows"],
+        operationId: "dryRunCase",
         summary: "Run a case submission on a version, published or not; the case carries dryRun: true",
+        description:
+          "The body is a case submission (its `workflowId` and `workflowVersion`, when given, must be the path's). The case runs like any other but sends no webhooks and is left out of `GET /cases`.",
         params: Type.Object({
           tenantId: Type.String(),
           workflowId: Type.String(),

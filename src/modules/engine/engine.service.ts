@@ -2,6 +2,7 @@ import type { AppContext } from "../../platform/context.js";
 import { randomBase62, uuid } from "../../platform/crypto.js";
 import type { Tx } from "../../platform/db/index.js";
 import type { ClaimedJob, ClaimToken, Continuation, JobSpec } from "../../platform/jobs.js";
+import { decisionLatency } from "../../platform/metrics.js";
 import { getAttributesOf } from "../attributes/attributes.repo.js";
 import { type CaseStatus, type DecisionEntry, isInFlight } from "../cases/case-status.js";
 import { type CaseRow, lockCases } from "../cases/cases.repo.js";
@@ -14,7 +15,7 @@ import {
   type ExpressionVariables,
 } from "../workflows/workflow.types.js";
 import { getCompiledWorkflow } from "../workflows/workflows.service.js";
-import { decisionEvent, dispatchEvent, notificationEvent } from "./engine.events.js";
+import { decisionEvent, dispatchEvent, notificationEvent, type ResultEnvelope } from "./engine.events.js";
 import { type CaseState, type NewStep, type StepWrite, type WaitRow, writeSteps } from "./engine.repo.js";
 import { evaluateNode, NodeEvaluationError, type NodeOutcome } from "./nodes.js";
 
@@ -380,7 +381,19 @@ export async function runSteps(
     };
     planned.push(await planOutcome(ctx, tx, row, node, step.seq, evaluate(node, vars), claim));
   }
-  return commit(tx, planned);
+  const continuations = await commit(tx, planned);
+  observeDecisions(planned, rows);
+  return continuations;
+}
+
+function observeDecisions(planned: Planned[], rows: Map<string, CaseRow>): void {
+  for (const event of planned.flatMap((p) => p.events)) {
+    if (event.type !== "case.decided" && event.type !== "case.pending_review") continue;
+    const row = event.caseId === null ? undefined : rows.get(event.caseId);
+    const decision = (event.payload.result as ResultEnvelope | undefined)?.decision?.value;
+    if (!row || row.dry_run || !decision) continue;
+    decisionLatency.observe({ decision }, (Date.now() - row.created_at.getTime()) / 1000);
+  }
 }
 
 /**

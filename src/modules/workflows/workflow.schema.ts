@@ -193,7 +193,7 @@ const defs = {
         maxItems: LIMITS.cc,
         items: { type: "string", format: "email" },
       },
-      templateId: { type: "string", minLength: 1, maxLength: 128 },
+      templateId: { type: "string", minLength: 1, maxLength: 200 },
       webhookKey: ref("webhookKey"),
       awaitResponse: { type: "boolean", default: false },
       expiresInSeconds: ref("expiresInSeconds"),
