@@ -1,6 +1,6 @@
-import { realpathSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Help, type Option } from "commander";
 import { buildApp, buildOperationsApp } from "./app.js";
 import { ApiError, OperatorClient } from "./cli/client.js";
 import type { CliContext } from "./cli/context.js";
@@ -110,9 +110,38 @@ async function runMigrations(io: CliIo): Promise<void> {
   }
 }
 
+/** The OpenAPI document of this build, printed without a database or a server. */
+async function printOpenApi(io: CliIo): Promise<void> {
+  const config = loadConfig({ ...io.env, DATABASE_URL: undefined, CDS_ADMIN_TOKEN: undefined });
+  const db = await openDb({});
+  const ctx: AppContext = { config, db, log: createLogger("silent"), blobs: createBlobStore(config) };
+  const app = await buildApp(ctx);
+  try {
+    await app.ready();
+    io.stdout(`${JSON.stringify(app.swagger(), null, 2)}\n`);
+  } finally {
+    await app.close();
+    await db.close();
+  }
+}
+
+const VERSION = (
+  JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+).version;
+
+/** Help that marks the options a command cannot run without (inherited by every subcommand). */
+const markRequired = {
+  optionDescription(this: Help, option: Option): string {
+    const text = Help.prototype.optionDescription.call(this, option);
+    return option.mandatory ? `${text} (required)` : text;
+  },
+};
+
 export function buildProgram(io: CliIo): Command {
   const program = new Command("cds")
     .description("Case decisioning service: run it, migrate it, and provision it through the operator API")
+    .version(VERSION, "-V, --version", "print the version")
+    .configureHelp(markRequired)
     .option(
       "--url <url>",
       "the service's base URL (default: CDS_URL, else CDS_PUBLIC_URL or http://HOST:PORT)",
@@ -133,6 +162,10 @@ export function buildProgram(io: CliIo): Command {
     .command("migrate")
     .description("apply pending database migrations")
     .action(() => runMigrations(io));
+  program
+    .command("openapi")
+    .description("print the OpenAPI document of this build (servers from CDS_PUBLIC_URL)")
+    .action(() => printOpenApi(io));
 
   const cli: CliContext = {
     client() {
@@ -149,9 +182,20 @@ export function buildProgram(io: CliIo): Command {
   return program;
 }
 
+/** The flag of the command that sent a field, so that an API error reads in the caller's terms. */
+function flagOf(command: Command | undefined, path: string): string | undefined {
+  const field = path.split(/[.[]/)[0] ?? "";
+  const flag = command?.options.find((o) => o.attributeName() === field)?.long;
+  return flag && `${flag}${path.slice(field.length)}`;
+}
+
 /** Runs one CLI invocation; resolves to the exit code. */
 export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
   const program = buildProgram(io);
+  let ran: Command | undefined;
+  program.hook("preAction", (_program, command) => {
+    ran = command;
+  });
   try {
     await program.parseAsync(argv, { from: "user" });
     return 0;
@@ -164,7 +208,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     if (err instanceof ApiError) {
       io.stderr(`error: ${err.message}\n`);
       const details = (err.body as { details?: { path: string; message: string }[] } | undefined)?.details;
-      for (const d of details ?? []) io.stderr(`  ${d.path}: ${d.message}\n`);
+      for (const d of details ?? []) io.stderr(`  ${flagOf(ran, d.path) ?? d.path}: ${d.message}\n`);
       return 1;
     }
     io.stderr(`error: ${(err as Error).message}\n`);
