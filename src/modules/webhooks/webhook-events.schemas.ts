@@ -203,6 +203,8 @@ export function webhooksSection(): Record<string, unknown> {
           summary: `The ${type} event`,
           description:
             `${(schema as { description?: string }).description ?? ""} Verify the signature on the raw body before parsing it.`.trim(),
+          // Authenticated by the HMAC signature headers, not by a security scheme of the API.
+          security: [],
           parameters: SIGNATURE_HEADERS,
           requestBody: { required: true, content: { "application/json": { schema } } },
           responses: {
