@@ -4,6 +4,7 @@ import type { FastifyInstance, RouteOptions } from "fastify";
 import { type TSchema, Type } from "typebox";
 import type { AppContext } from "./context.js";
 import { ERROR_CODES } from "./errors.js";
+import EXAMPLES from "./openapi-examples.json" with { type: "json" };
 
 /**
  * The OpenAPI document is built from the route schemas. This module adds what every operation
@@ -226,6 +227,11 @@ export function hoistNamedSchemas(doc: Schema): Schema {
   };
   const hoisted: Schema = { ...doc, paths: walk(doc.paths), webhooks: walk(doc.webhooks) };
   for (const [name, schema] of Object.entries(components)) components[name] = walk(schema, true) as Schema;
+  // Real answers of the service (captured from a run of it), shown with the schemas they fill.
+  for (const [name, example] of Object.entries(EXAMPLES as Record<string, unknown>)) {
+    const component = components[name];
+    if (component) component.examples = [example];
+  }
   return hoisted;
 }
 

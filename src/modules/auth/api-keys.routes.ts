@@ -34,6 +34,9 @@ export function apiKeysRoutes(app: App, ctx: AppContext): void {
         tags: ["operator: API keys"],
         operationId: "createApiKey",
         summary: "Create an API key; its value is in this answer and never again",
+        description:
+          "The key value (`cds_live_…` in production, `cds_test_…` in staging) is returned once and stored only " +
+          "as a hash. `rateLimit` defaults to 1,000 requests/s with a burst of 2,000; `null` for none.",
         params: TenantParams,
         body: Type.Object(
           {
