@@ -273,6 +273,11 @@ describe("authentication", () => {
     expect(refused.json()).toEqual({ error: "rate limit exceeded for this API key", code: "rate_limited" });
     expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(1);
     expect(refused.headers["x-request-id"]).toBeTruthy();
+    expect(answers.map((r) => r.headers.ratelimit)).toEqual([
+      "limit=2, remaining=1, reset=1",
+      "limit=2, remaining=0, reset=2",
+      "limit=2, remaining=0, reset=2",
+    ]);
     const neighbours = await partnerRequest(neighbour, h.app, neighbour.key);
     expect((await neighbours()).statusCode).toBe(200);
     // A token comes back after a second.
@@ -289,6 +294,7 @@ describe("authentication", () => {
     const request = await partnerRequest(unlimited);
     const answers = await Promise.all(Array.from({ length: 60 }, () => request()));
     expect(answers.every((r) => r.statusCode === 200)).toBe(true);
+    expect(answers.some((r) => "ratelimit" in r.headers)).toBe(false);
   });
 
   it("passes a key's own tenant and scopes to the route: a key without the scope is 403", async () => {

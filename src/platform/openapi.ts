@@ -168,6 +168,13 @@ function withStandardResponses(route: RouteOptions): void {
   for (const [status, response] of Object.entries(responses)) {
     const r = response as Schema;
     const headers: Schema = { ...REQUEST_ID_HEADER, ...((r.headers as Schema | undefined) ?? {}) };
+    if (config.scope && status !== "401" && status !== "403") {
+      headers.RateLimit = {
+        type: "string",
+        description:
+          "The key's rate limit after this request, when it has one: `limit=<burst>, remaining=<requests>, reset=<seconds until full>`",
+      };
+    }
     if (status === "429") {
       headers["Retry-After"] = { type: "integer", description: "Seconds until the key has tokens again" };
     }
