@@ -140,7 +140,8 @@ const markRequired = {
 export function buildProgram(io: CliIo): Command {
   const program = new Command("cds")
     .description("Case decisioning service: run it, migrate it, and provision it through the operator API")
-    .version(VERSION, "-V, --version", "print the version")
+    // `--version` alone is read by runCli: subcommands have a --version <n> option of their own.
+    .version(VERSION, "-V", "print the version (also: cds --version)")
     .configureHelp(markRequired)
     .option(
       "--url <url>",
@@ -191,6 +192,10 @@ function flagOf(command: Command | undefined, path: string): string | undefined 
 
 /** Runs one CLI invocation; resolves to the exit code. */
 export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
+  if (argv.length === 1 && argv[0] === "--version") {
+    io.stdout(`${VERSION}\n`);
+    return 0;
+  }
   const program = buildProgram(io);
   let ran: Command | undefined;
   program.hook("preAction", (_program, command) => {
