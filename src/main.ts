@@ -58,20 +58,22 @@ async function serve(io: CliIo, roleOverride?: Config["role"]): Promise<void> {
     const report = await migrate(db);
     if (report.applied.length > 0) log.info({ applied: report.applied }, "migrations applied");
     const ctx: AppContext = { config, db, log, blobs: createBlobStore(config) };
-    app = config.role === "worker" ? undefined : await buildApp(ctx);
-    if (app) await app.listen({ port: config.port, host: config.host });
-    if (!app && config.metricsPort !== undefined) {
-      app = await buildOperationsApp(ctx);
-      await app.listen({ port: config.metricsPort, host: config.host });
-    }
+    // The worker starts first: a process that listens with its worker running is ready at once.
     if (config.role !== "api") {
       // On PostgreSQL the workers get a pool of their own, so that a burst of background work
       // never leaves API requests waiting for a connection.
       workerDb = config.role === "all" && db.kind === "postgres" ? await openFor(config) : undefined;
       worker = await startWorker(workerDb ? { ...ctx, db: workerDb } : ctx);
     }
+    app = config.role === "worker" ? undefined : await buildApp(ctx);
+    if (app) await app.listen({ port: config.port, host: config.host });
+    if (!app && config.metricsPort !== undefined) {
+      app = await buildOperationsApp(ctx);
+      await app.listen({ port: config.metricsPort, host: config.host });
+    }
   } catch (err) {
     // A failed start (port in use, a bad migration) releases the database and its lock at once.
+    await worker?.stop();
     await app?.close();
     await workerDb?.close();
     await db.close();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDb } from "../src/platform/db/index.js";
 import { createLogger } from "../src/platform/logger.js";
+import { migrate } from "../src/platform/migrate.js";
 import { ADMIN_TOKEN, buildCheckedApp, createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createPartner, createStoredCase, enableTags } from "./support/fixtures.js";
 
@@ -48,8 +49,11 @@ describe("service endpoints", () => {
 
   it("GET /ready answers 503 when the database does not answer, while /health still answers", async () => {
     const db = h.database.url ? await openDb({ databaseUrl: h.database.url, poolSize: 1 }) : await openDb({});
+    if (!h.database.url) await migrate(db);
     const app = await buildCheckedApp({ ...h.ctx, db });
     try {
+      // The database answers; no worker runs in this test.
+      expect((await app.inject({ url: "/ready" })).json().error).toMatch(/^no worker seen/);
       await db.close();
       const down = await app.inject({ url: "/ready" });
       expect(down.statusCode).toBe(503);
