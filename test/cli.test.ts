@@ -244,6 +244,14 @@ describe("errors", () => {
     expect(invalid.stderr).toContain("  --scopes[1]: must be one of: cases:write,");
   });
 
+  it("refuses a value the API would refuse in the flag's own terms, before any request", async () => {
+    const res = await cds(["case", "override", "--case", "c", "--decision", "approve", "--actor", "jane"]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toBe(
+      "error: option '--decision <value>' argument 'approve' is invalid. Allowed choices are approved, declined, in_review.\n",
+    );
+  });
+
   it("prints its version, and marks required options in --help", async () => {
     const version = await cds(["--version"]);
     expect(version.code).toBe(0);
