@@ -1,14 +1,11 @@
-import swagger from "@fastify/swagger";
-import swaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
-import { sql } from "kysely";
 import { installAuth } from "./modules/auth/auth.plugin.js";
 import { featureModules } from "./modules/index.js";
+import { webhooksSection } from "./modules/webhooks/webhook-events.schemas.js";
 import type { App } from "./platform/app-types.js";
 import type { AppContext } from "./platform/context.js";
 import { uuid } from "./platform/crypto.js";
-import { AppError } from "./platform/errors.js";
 import {
   installBodyRules,
   installErrorHandling,
@@ -17,6 +14,8 @@ import {
   requestIdFrom,
 } from "./platform/http.js";
 import { clientErrors, installInputGuard, routerErrors } from "./platform/input-guard.js";
+import { installOpenApi } from "./platform/openapi.js";
+import { operationsRoutes } from "./platform/operations.routes.js";
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -48,65 +47,28 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   installBodyRules(app);
   installInputGuard(app);
   installAuth(app, ctx);
-  app.addHook("onRoute", (route) => {
-    const config = route.config as { scope?: string; admin?: boolean } | undefined;
-    if (!config?.scope && !config?.admin) return;
-    route.schema = {
-      ...route.schema,
-      security: config.admin ? [{ adminToken: [] }] : [{ apiKey: [] }],
-      ...(config.scope
-        ? {
-            description: [route.schema?.description, `Scope: \`${config.scope}\`.`]
-              .filter(Boolean)
-              .join("\n\n"),
-          }
-        : {}),
-    };
-  });
+  await installOpenApi(app, ctx, { webhooks: webhooksSection() });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: "3.1.0",
-      info: {
-        title: "Case Decisioning Service",
-        version: "1.0.0",
-        description:
-          "Partner interface (cases, paused nodes, callbacks, tags, information requests, customer " +
-          "attributes) and the operator API (`/admin`).",
-      },
-      components: {
-        securitySchemes: {
-          apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
-          adminToken: { type: "http", scheme: "bearer" },
-        },
-      },
-    },
-  });
-  await app.register(swaggerUi, {
-    routePrefix: "/docs",
-    uiConfig: { validatorUrl: null, deepLinking: true },
-  });
-
-  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
-
-  app.get("/health", { schema: { tags: ["service"], summary: "The process is up" } }, async () => ({
-    status: "ok",
-  }));
-
-  app.get(
-    "/ready",
-    { schema: { tags: ["service"], summary: "The database is reachable" } },
-    async (request) => {
-      try {
-        await sql`SELECT 1`.execute(ctx.db.root);
-      } catch (err) {
-        request.log.warn({ err }, "readiness check failed");
-        throw new AppError("unavailable", "database unreachable");
-      }
-      return { status: "ready" };
-    },
-  );
+  await operationsRoutes(app, ctx);
 
   for (const module of featureModules) await module.routes?.(app, ctx);
+  return app;
+}
+
+/**
+ * A worker-only process's HTTP surface (`CDS_METRICS_PORT`): `/health`, `/ready` and `/metrics`,
+ * so that the step, decision and webhook metrics of worker processes can be scraped too.
+ */
+export async function buildOperationsApp(ctx: AppContext): Promise<App> {
+  const app = Fastify({
+    loggerInstance: ctx.log as FastifyBaseLogger,
+    genReqId: (req) => requestIdFrom(req.headers["x-request-id"], uuid),
+    logController: new LogController({ disableRequestLogging: true }),
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+  installErrorHandling(app);
+  await operationsRoutes(app, ctx);
   return app;
 }

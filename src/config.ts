@@ -39,6 +39,10 @@ export interface Config {
   readonly maxEventSkewSeconds: number;
   /** Lifetime of an upload slot. */
   readonly uploadTtlSeconds: number;
+  /** Bearer token `/metrics` requires; undefined leaves it open. */
+  readonly metricsToken: string | undefined;
+  /** A worker-only process serves `/health`, `/ready` and `/metrics` on this port when set. */
+  readonly metricsPort: number | undefined;
 }
 
 export class ConfigError extends Error {
@@ -185,6 +189,12 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     maxEventSkewSeconds: read(env, { name: "CDS_MAX_EVENT_SKEW_SECONDS", parse: integer(0, 86400) }, 300),
     uploadTtlSeconds: read(env, { name: "CDS_UPLOAD_TTL_SECONDS", parse: integer(10, 604800) }, 3600),
+    metricsToken: read<string | undefined>(env, { name: "CDS_METRICS_TOKEN", parse: token }, undefined),
+    metricsPort: read<number | undefined>(
+      env,
+      { name: "CDS_METRICS_PORT", parse: integer(0, 65535) },
+      undefined,
+    ),
   };
   return Object.freeze(config);
 }

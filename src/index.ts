@@ -1,4 +1,4 @@
-/** What the package offers to code outside the service: partners on Node verify webhooks with it. */
+/** What the service package re-exports for code outside it; partners install @case-decisioning/verify-webhook instead. */
 export {
   SECRET_ID_HEADER,
   SIGNATURE_HEADER,
@@ -7,4 +7,4 @@ export {
   verifyWebhook,
   type WebhookHeaders,
   type WebhookSecrets,
-} from "./verify-webhook.js";
+} from "@case-decisioning/verify-webhook";

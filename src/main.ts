@@ -1,7 +1,7 @@
-import { realpathSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { Command, CommanderError } from "commander";
-import { buildApp } from "./app.js";
+import { Command, CommanderError, Help, type Option } from "commander";
+import { buildApp, buildOperationsApp } from "./app.js";
 import { ApiError, OperatorClient } from "./cli/client.js";
 import type { CliContext } from "./cli/context.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
@@ -75,16 +75,22 @@ async function serve(io: CliIo, roleOverride?: Config["role"]): Promise<void> {
     if (report.applied.length > 0) log.info({ applied: report.applied }, "migrations applied");
     await prepareSecrets(config, db, (message, fields) => log.info(fields, message));
     const ctx: AppContext = { config, db, log, blobs: createBlobStore(config) };
-    app = config.role === "worker" ? undefined : await buildApp(ctx);
-    if (app) await app.listen({ port: config.port, host: config.host });
+    // The worker starts first: a process that listens with its worker running is ready at once.
     if (config.role !== "api") {
       // On PostgreSQL the workers get a pool of their own, so that a burst of background work
       // never leaves API requests waiting for a connection.
       workerDb = config.role === "all" && db.kind === "postgres" ? await openFor(config) : undefined;
       worker = await startWorker(workerDb ? { ...ctx, db: workerDb } : ctx);
     }
+    app = config.role === "worker" ? undefined : await buildApp(ctx);
+    if (app) await app.listen({ port: config.port, host: config.host });
+    if (!app && config.metricsPort !== undefined) {
+      app = await buildOperationsApp(ctx);
+      await app.listen({ port: config.metricsPort, host: config.host });
+    }
   } catch (err) {
     // A failed start (port in use, a bad migration) releases the database and its lock at once.
+    await worker?.stop();
     await app?.close();
     await workerDb?.close();
     await db.close();
@@ -126,9 +132,39 @@ async function runMigrations(io: CliIo): Promise<void> {
   }
 }
 
+/** The OpenAPI document of this build, printed without a database or a server. */
+async function printOpenApi(io: CliIo): Promise<void> {
+  const config = loadConfig({ ...io.env, DATABASE_URL: undefined, CDS_ADMIN_TOKEN: undefined });
+  const db = await openDb({});
+  const ctx: AppContext = { config, db, log: createLogger("silent"), blobs: createBlobStore(config) };
+  const app = await buildApp(ctx);
+  try {
+    await app.ready();
+    io.stdout(`${JSON.stringify(app.swagger(), null, 2)}\n`);
+  } finally {
+    await app.close();
+    await db.close();
+  }
+}
+
+const VERSION = (
+  JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+).version;
+
+/** Help that marks the options a command cannot run without (inherited by every subcommand). */
+const markRequired = {
+  optionDescription(this: Help, option: Option): string {
+    const text = Help.prototype.optionDescription.call(this, option);
+    return option.mandatory ? `${text} (required)` : text;
+  },
+};
+
 export function buildProgram(io: CliIo): Command {
   const program = new Command("cds")
     .description("Case decisioning service: run it, migrate it, and provision it through the operator API")
+    // `--version` alone is read by runCli: subcommands have a --version <n> option of their own.
+    .version(VERSION, "-V", "print the version (also: cds --version)")
+    .configureHelp(markRequired)
     .option(
       "--url <url>",
       "the service's base URL (default: CDS_URL, else CDS_PUBLIC_URL or http://HOST:PORT)",
@@ -149,6 +185,10 @@ export function buildProgram(io: CliIo): Command {
     .command("migrate")
     .description("apply pending database migrations")
     .action(() => runMigrations(io));
+  program
+    .command("openapi")
+    .description("print the OpenAPI document of this build (servers from CDS_PUBLIC_URL)")
+    .action(() => printOpenApi(io));
 
   const cli: CliContext = {
     client() {
@@ -166,9 +206,24 @@ export function buildProgram(io: CliIo): Command {
   return program;
 }
 
+/** The flag of the command that sent a field, so that an API error reads in the caller's terms. */
+function flagOf(command: Command | undefined, path: string): string | undefined {
+  const field = path.split(/[.[]/)[0] ?? "";
+  const flag = command?.options.find((o) => o.attributeName() === field)?.long;
+  return flag && `${flag}${path.slice(field.length)}`;
+}
+
 /** Runs one CLI invocation; resolves to the exit code. */
 export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
+  if (argv.length === 1 && argv[0] === "--version") {
+    io.stdout(`${VERSION}\n`);
+    return 0;
+  }
   const program = buildProgram(io);
+  let ran: Command | undefined;
+  program.hook("preAction", (_program, command) => {
+    ran = command;
+  });
   try {
     await program.parseAsync(argv, { from: "user" });
     return 0;
@@ -181,7 +236,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     if (err instanceof ApiError) {
       io.stderr(`error: ${err.message}\n`);
       const details = (err.body as { details?: { path: string; message: string }[] } | undefined)?.details;
-      for (const d of details ?? []) io.stderr(`  ${d.path}: ${d.message}\n`);
+      for (const d of details ?? []) io.stderr(`  ${flagOf(ran, d.path) ?? d.path}: ${d.message}\n`);
       return 1;
     }
     io.stderr(`error: ${(err as Error).message}\n`);

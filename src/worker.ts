@@ -2,6 +2,7 @@ import { CaseStarter } from "./modules/engine/index.js";
 import { featureModules } from "./modules/index.js";
 import { webhookDeliveryHandlers } from "./modules/webhooks/index.js";
 import type { AppContext } from "./platform/context.js";
+import { WorkerHeartbeat } from "./platform/heartbeat.js";
 import { JobWorker, type WorkerOptions } from "./platform/jobs.js";
 
 /**
@@ -12,6 +13,7 @@ import { JobWorker, type WorkerOptions } from "./platform/jobs.js";
  */
 class ServiceWorker extends JobWorker {
   private readonly starter: CaseStarter;
+  readonly #heartbeat: WorkerHeartbeat;
 
   constructor(
     ctx: AppContext,
@@ -24,6 +26,7 @@ class ServiceWorker extends JobWorker {
       options,
     );
     this.starter = new CaseStarter(ctx);
+    this.#heartbeat = new WorkerHeartbeat(ctx.db, this.id, ctx.log);
   }
 
   override get runningCount(): number {
@@ -34,9 +37,11 @@ class ServiceWorker extends JobWorker {
     await super.start();
     await this.deliveries.start();
     await this.starter.start();
+    await this.#heartbeat.start();
   }
 
   override async stop(): Promise<void> {
+    await this.#heartbeat.stop();
     await Promise.all([super.stop(), this.deliveries.stop(), this.starter.stop()]);
   }
 }

@@ -2,11 +2,10 @@ import { createHash } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../src/app.js";
 import { KEY_PREFIX } from "../src/modules/auth/api-key-format.js";
 import type { App } from "../src/platform/app-types.js";
 import { type Db, openDb } from "../src/platform/db/index.js";
-import { createTestApp, type TestApp } from "./support/app.js";
+import { buildCheckedApp, createTestApp, type TestApp } from "./support/app.js";
 import {
   adminHeaders,
   createKey,
@@ -37,7 +36,7 @@ async function anotherApp(configOverrides: Partial<TestApp["ctx"]["config"]> = {
     db = await openDb({ databaseUrl: h.database.url, poolSize: 2 });
     extraDbs.push(db);
   }
-  const app = await buildApp({
+  const app = await buildCheckedApp({
     ...h.ctx,
     db,
     config: Object.freeze({ ...h.ctx.config, ...configOverrides }),
@@ -274,6 +273,11 @@ describe("authentication", () => {
     expect(refused.json()).toEqual({ error: "rate limit exceeded for this API key", code: "rate_limited" });
     expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(1);
     expect(refused.headers["x-request-id"]).toBeTruthy();
+    expect(answers.map((r) => r.headers.ratelimit)).toEqual([
+      "limit=2, remaining=1, reset=1",
+      "limit=2, remaining=0, reset=2",
+      "limit=2, remaining=0, reset=2",
+    ]);
     const neighbours = await partnerRequest(neighbour, h.app, neighbour.key);
     expect((await neighbours()).statusCode).toBe(200);
     // A token comes back after a second.
@@ -290,6 +294,7 @@ describe("authentication", () => {
     const request = await partnerRequest(unlimited);
     const answers = await Promise.all(Array.from({ length: 60 }, () => request()));
     expect(answers.every((r) => r.statusCode === 200)).toBe(true);
+    expect(answers.some((r) => "ratelimit" in r.headers)).toBe(false);
   });
 
   it("passes a key's own tenant and scopes to the route: a key without the scope is 403", async () => {

@@ -241,7 +241,24 @@ describe("errors", () => {
     ]);
     expect(invalid.code).toBe(1);
     expect(invalid.stderr).toMatch(/^error: HTTP 400: invalid request: scopes\[1\] must be one of: /);
-    expect(invalid.stderr).toContain("  scopes[1]: must be one of: cases:write,");
+    expect(invalid.stderr).toContain("  --scopes[1]: must be one of: cases:write,");
+  });
+
+  it("refuses a value the API would refuse in the flag's own terms, before any request", async () => {
+    const res = await cds(["case", "override", "--case", "c", "--decision", "approve", "--actor", "jane"]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toBe(
+      "error: option '--decision <value>' argument 'approve' is invalid. Allowed choices are approved, declined, in_review.\n",
+    );
+  });
+
+  it("prints its version, and marks required options in --help", async () => {
+    const version = await cds(["--version"]);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    const help = await cds(["tag-option", "set", "--help"]);
+    expect(help.stdout).toMatch(/--tenant <tenantId>\s+the tenant \(required\)/);
+    expect(help.stdout).toMatch(/--disabled\s+disable the option: no new uses, existing tags stay\n/);
   });
 
   it("says clearly when it has no operator token", async () => {

@@ -2,13 +2,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../src/app.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createBlobStore } from "../src/platform/blobs/index.js";
 import { type Db, openDb } from "../src/platform/db/index.js";
 import { createLogger } from "../src/platform/logger.js";
 import { migrate } from "../src/platform/migrate.js";
-import { ADMIN_TOKEN, testConfig } from "./support/app.js";
+import { ADMIN_TOKEN, buildCheckedApp, testConfig } from "./support/app.js";
 import { type Child, runTs } from "./support/children/process.js";
 import { createServerDatabase, SERVER_URL } from "./support/db.js";
 import { createPartner } from "./support/fixtures.js";
@@ -90,7 +89,12 @@ describe("a worker killed with SIGKILL in the middle of workflows", () => {
     const db = await open();
     await migrate(db);
     const config = testConfig({ dataDir });
-    const app = await buildApp({ config, db, log: createLogger("silent"), blobs: createBlobStore(config) });
+    const app = await buildCheckedApp({
+      config,
+      db,
+      log: createLogger("silent"),
+      blobs: createBlobStore(config),
+    });
     const partner = await createPartner(app);
     await createWorkflow(app, partner.tenantId, "long", longFlow);
     const caseIds: string[] = [];

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../src/app.js";
 import type { App } from "../src/platform/app-types.js";
-import { createTestApp, type TestApp } from "./support/app.js";
+import { buildCheckedApp, createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, type Partner } from "./support/fixtures.js";
 import {
   answerRfi,
@@ -462,7 +461,10 @@ describe("POST /cases/{caseId}/rfi/{rfiId}/response", () => {
     });
 
     it("document_not_uploaded for an expired slot, even when its object was stored", async () => {
-      const shortLived: App = await buildApp({ ...h.ctx, config: { ...h.ctx.config, uploadTtlSeconds: 1 } });
+      const shortLived: App = await buildCheckedApp({
+        ...h.ctx,
+        config: { ...h.ctx.config, uploadTtlSeconds: 1 },
+      });
       try {
         const o = await openRequest();
         const minted = (await mintSlot(shortLived, o.partner, o.caseId, o.rfiId)).json();

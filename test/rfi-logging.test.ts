@@ -2,7 +2,6 @@ import fs from "node:fs";
 import { Writable } from "node:stream";
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { buildApp } from "../src/app.js";
 import { raiseRfiFromNode } from "../src/modules/rfi/rfi.node.js";
 import type { App } from "../src/platform/app-types.js";
 import { createBlobStore } from "../src/platform/blobs/index.js";
@@ -10,7 +9,7 @@ import type { AppContext } from "../src/platform/context.js";
 import type { JobWorker } from "../src/platform/jobs.js";
 import { createLogger } from "../src/platform/logger.js";
 import { startWorker } from "../src/worker.js";
-import { testConfig } from "./support/app.js";
+import { buildCheckedApp, testConfig } from "./support/app.js";
 import { createTestDatabase, type TestDatabase } from "./support/db.js";
 import { adminHeaders, createPartner, createStoredCase } from "./support/fixtures.js";
 import { answerRfi, injectPut, listen, mintSlot, socketPut, waitFor } from "./support/rfi.js";
@@ -32,7 +31,7 @@ beforeAll(async () => {
     },
   });
   ctx = { config, db: database.db, log: createLogger("trace", sink), blobs: createBlobStore(config) };
-  app = await buildApp(ctx);
+  app = await buildCheckedApp(ctx);
   worker = await startWorker(ctx);
 });
 

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { verifyWebhook } from "@case-decisioning/verify-webhook";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.js";
 import { emitEvent } from "../src/modules/events/events.js";
@@ -13,7 +14,6 @@ import {
   SecretBoxError,
   secretBoxOf,
 } from "../src/platform/secret-box.js";
-import { verifyWebhook } from "../src/verify-webhook.js";
 import { startWorker } from "../src/worker.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { createStoredCase, createTenant } from "./support/fixtures.js";

@@ -2,10 +2,9 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../src/app.js";
 import type { App } from "../src/platform/app-types.js";
 import { createBlobStore } from "../src/platform/blobs/index.js";
-import { createTestApp, type TestApp } from "./support/app.js";
+import { buildCheckedApp, createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, type Partner } from "./support/fixtures.js";
 import {
   answerRfi,
@@ -316,7 +315,10 @@ describe("PUT {uploadUrl}", () => {
   });
 
   it("answers 403 once the URL has expired", async () => {
-    const shortLived: App = await buildApp({ ...h.ctx, config: { ...h.ctx.config, uploadTtlSeconds: 1 } });
+    const shortLived: App = await buildCheckedApp({
+      ...h.ctx,
+      config: { ...h.ctx.config, uploadTtlSeconds: 1 },
+    });
     try {
       const o = await openRequest();
       const bytes = Buffer.from("%PDF-");
@@ -429,7 +431,7 @@ describe("PUT {uploadUrl}", () => {
     const bytes = Buffer.from("%PDF-shared");
     const s = await slot(o, bytes);
     // A second process: its own blob store instance, which loads the key from the database.
-    const other = await buildApp({ ...h.ctx, blobs: createBlobStore(h.ctx.config) });
+    const other = await buildCheckedApp({ ...h.ctx, blobs: createBlobStore(h.ctx.config) });
     try {
       expect((await injectPut(other, s.uploadUrl, bytes)).statusCode).toBe(200);
     } finally {

@@ -1,13 +1,12 @@
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../src/app.js";
 import { emitEvent } from "../src/modules/events/events.js";
 import { openSecrets } from "../src/modules/webhooks/webhook-secrets.js";
 import type { AppContext } from "../src/platform/context.js";
 import { createLogger } from "../src/platform/logger.js";
 import { secretBoxOf } from "../src/platform/secret-box.js";
 import { startWorker } from "../src/worker.js";
-import { createTestApp, type TestApp } from "./support/app.js";
+import { buildCheckedApp, createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
 import { configureWebhook, Receiver, TEST_WEBHOOK_SECRET } from "./support/receiver.js";
 
@@ -351,7 +350,7 @@ describe("logs", () => {
       },
     });
     const ctx: AppContext = { ...h.ctx, log: createLogger("trace", sink) };
-    const app = await buildApp(ctx);
+    const app = await buildCheckedApp(ctx);
     const receiver = await Receiver.start();
     const worker = await startWorker(ctx);
     try {

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { verifyWebhook } from "@case-decisioning/verify-webhook";
 import { afterAll, expect, it } from "vitest";
 import { emitEvent } from "../src/modules/events/events.js";
 import { insertTenant } from "../src/modules/tenants/tenants.repo.js";
@@ -8,7 +9,6 @@ import { upsertWebhookConfig } from "../src/modules/webhooks/webhook-configs.rep
 import { uuid } from "../src/platform/crypto.js";
 import { type Db, openDb } from "../src/platform/db/index.js";
 import { migrate } from "../src/platform/migrate.js";
-import { verifyWebhook } from "../src/verify-webhook.js";
 import { ADMIN_TOKEN } from "./support/app.js";
 import { type Child, runTs } from "./support/children/process.js";
 import { createServerDatabase, SERVER_URL } from "./support/db.js";

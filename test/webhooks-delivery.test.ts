@@ -1,8 +1,8 @@
 import { setTimeout as delay } from "node:timers/promises";
+import { verifyWebhook } from "@case-decisioning/verify-webhook";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emitEvent, type NewEvent } from "../src/modules/events/events.js";
 import { hmacHex } from "../src/platform/crypto.js";
-import { verifyWebhook } from "../src/verify-webhook.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
 import { configureWebhook, Receiver, TEST_WEBHOOK_SECRET, type WebhookSetup } from "./support/receiver.js";

@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
+import { signWebhookBody, verifyWebhook } from "@case-decisioning/verify-webhook";
 import { describe, expect, it } from "vitest";
 import { verifyWebhook as fromPackage } from "../src/index.js";
-import { signWebhookBody, verifyWebhook } from "../src/verify-webhook.js";
 
 const body =
   '{"webhookId":"4f7f0a8e-7f59-4a55-8a36-0e6ad3f2b0c1","event_type":"case.decided","case_id":"c-1"}';

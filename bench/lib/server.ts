@@ -66,8 +66,10 @@ async function launch(env: Record<string, string>, log: (message: string) => voi
     /"msg":"Server listening at (http:\/\/[^"]+)"/,
   );
   const url = match[1] as string;
+  // An API-only process is not ready until a worker runs, and its workers start after it.
+  const probe = env.CDS_ROLE === "api" ? "/health" : "/ready";
   for (let i = 0; ; i++) {
-    const res = await fetch(`${url}/ready`).catch(() => undefined);
+    const res = await fetch(`${url}${probe}`).catch(() => undefined);
     if (res?.status === 200) break;
     if (i > 300) throw new Error(`the service at ${url} did not become ready`);
     await new Promise((r) => setTimeout(r, 100));

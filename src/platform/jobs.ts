@@ -4,6 +4,7 @@ import { Batcher } from "./batcher.js";
 import { randomBase62 } from "./crypto.js";
 import type { Database, Db, Executor, Tx } from "./db/index.js";
 import type { Log } from "./logger.js";
+import { jobRuns } from "./metrics.js";
 
 /**
  * Durable jobs in the database. A job is enqueued inside the caller's transaction, so it exists
@@ -475,14 +476,20 @@ export class JobWorker {
 
   async #executeBatch(unit: JobRow[], handler: BatchJobHandler): Promise<Continuation[]> {
     const jobs = unit.map(toClaimedJob);
+    const started = performance.now();
     try {
-      return await this.db.transaction(async (tx) => {
+      let ran = 0;
+      const next = await this.db.transaction(async (tx) => {
         const held = await this.#completeAll(tx, jobs);
         const mine = jobs.filter((j) => held.has(j.id));
+        ran = mine.length;
         return mine.length === 0 ? [] : handler.run(mine, tx, this.#claimToken);
       });
+      observeRuns(handler.kind, "done", started, ran);
+      return next;
     } catch (err) {
       if (jobs.length === 1) {
+        observeRuns(handler.kind, "failed", started, 1);
         await this.#fail(jobs[0] as ClaimedJob, err, handler);
         return [];
       }
@@ -514,18 +521,22 @@ export class JobWorker {
       await this.#fail(job, new RescheduleJob(this.options.pollMs, `no handler for ${row.kind} here`));
       return undefined;
     }
+    const started = performance.now();
     try {
       if (handler.mode === "transaction") {
         const next = await this.db.transaction(async (tx) => {
           if (!(await this.#complete(tx, job))) throw new LeaseLost();
           return handler.run(job, tx, this.#claimToken);
         });
+        observeRuns(row.kind, "done", started, 1);
         return next ?? undefined;
       }
       await handler.run(job, this.db);
+      observeRuns(row.kind, "done", started, 1);
       await this.#completions.add(job);
     } catch (err) {
       if (err instanceof LeaseLost) return undefined;
+      observeRuns(row.kind, "failed", started, 1);
       await this.#fail(job, err, handler);
     }
     return undefined;
@@ -601,6 +612,11 @@ export class JobWorker {
 }
 
 class LeaseLost extends Error {}
+
+function observeRuns(kind: string, outcome: "done" | "failed", started: number, count: number): void {
+  const seconds = (performance.now() - started) / 1000;
+  for (let i = 0; i < count; i++) jobRuns.observe({ kind, outcome }, seconds);
+}
 
 function toClaimedJob(row: JobRow): ClaimedJob {
   return {

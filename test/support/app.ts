@@ -10,6 +10,7 @@ import type { JobWorker } from "../../src/platform/jobs.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { startWorker } from "../../src/worker.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
+import { checkResponsesAgainstDocument } from "./openapi-check.js";
 
 export const ADMIN_TOKEN = "test-operator-token-0123456789";
 
@@ -33,6 +34,16 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
   });
 }
 
+/**
+ * The application of `buildApp`, with every response it gives checked against its own OpenAPI
+ * document (see openapi-check.ts). Tests build apps through this, never `buildApp` directly.
+ */
+export async function buildCheckedApp(ctx: AppContext): Promise<App> {
+  const app = await buildApp(ctx);
+  checkResponsesAgainstDocument(app);
+  return app;
+}
+
 /** The real application over a database of the test file's own. */
 export async function createTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
   const database = await createTestDatabase();
@@ -43,7 +54,7 @@ export async function createTestApp(overrides: Partial<Config> = {}): Promise<Te
     log: createLogger(config.logLevel),
     blobs: createBlobStore(config),
   };
-  const app = await buildApp(ctx);
+  const app = await buildCheckedApp(ctx);
   await app.ready();
   const workers: JobWorker[] = [];
   return {

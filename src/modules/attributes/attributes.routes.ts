@@ -13,6 +13,7 @@ export function attributesRoutes(app: App, ctx: AppContext): void {
       config: { scope: "attributes:write" },
       schema: {
         tags: ["customer attributes"],
+        operationId: "setCustomerAttributes",
         summary:
           "Merge a customer's attributes (null removes one); workflows read them as customer.attributes",
         body: Type.Object({

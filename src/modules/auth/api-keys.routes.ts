@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { emptyResponse } from "../../platform/openapi.js";
 import { createApiKey, getApiKeys, removeApiKey } from "./api-keys.service.js";
 import { SCOPES } from "./scopes.js";
 
@@ -31,7 +32,11 @@ export function apiKeysRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: API keys"],
+        operationId: "createApiKey",
         summary: "Create an API key; its value is in this answer and never again",
+        description:
+          "The key value (`cds_live_…` in production, `cds_test_…` in staging) is returned once and stored only " +
+          "as a hash. `rateLimit` defaults to 1,000 requests/s with a burst of 2,000; `null` for none.",
         params: TenantParams,
         body: Type.Object(
           {
@@ -55,7 +60,10 @@ export function apiKeysRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: API keys"],
+        operationId: "listApiKeys",
         summary: "List a tenant's live API keys (never their values)",
+        description:
+          "Each key with its `keyId`, name, scopes, rate limit, `createdAt`, `lastUsedAt` and `expiresAt`. Deleted keys are not listed.",
         params: TenantParams,
         response: { 200: Type.Object({ apiKeys: Type.Array(ApiKey) }) },
       },
@@ -69,8 +77,11 @@ export function apiKeysRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: API keys"],
+        operationId: "deleteApiKey",
         summary: "Delete an API key; it fails from the next request on",
+        description: "204 once deleted: the key is refused from the next request on, on every process.",
         params: Type.Object({ tenantId: Type.String(), keyId: Type.String() }),
+        response: { 204: emptyResponse("Deleted") },
       },
     },
     async (request, reply) => {

@@ -32,7 +32,7 @@ export function partnerOf(request: FastifyRequest): AuthenticatedKey {
 export function installAuth(app: FastifyInstance, ctx: AppContext): void {
   const limiter = new RateLimiter();
   app.decorateRequest("apiKey", undefined);
-  app.addHook("onRequest", async (request) => {
+  app.addHook("onRequest", async (request, reply) => {
     const config = request.routeOptions.config;
     if (config?.admin) {
       const header = request.headers.authorization;
@@ -54,6 +54,10 @@ export function installAuth(app: FastifyInstance, ctx: AppContext): void {
     if (!key.scopes.has(scope)) throw new AppError("forbidden", `API key lacks the ${scope} scope`);
     if (key.rateLimit) {
       const decision = limiter.take(key.keyId, key.rateLimit);
+      reply.header(
+        "ratelimit",
+        `limit=${key.rateLimit.burst}, remaining=${decision.remaining}, reset=${decision.resetSeconds}`,
+      );
       if (!decision.allowed) {
         throw new AppError("rate_limited", "rate limit exceeded for this API key", {
           headers: { "retry-after": String(decision.retryAfterSeconds) },

@@ -1,6 +1,13 @@
 import type { RateLimit } from "./api-keys.service.js";
 
-export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+/**
+ * `remaining`: whole requests left in the bucket after this one; `resetSeconds`: until it is full
+ * again. They are the values of the `RateLimit` response header.
+ */
+export type RateDecision = { remaining: number; resetSeconds: number } & (
+  | { allowed: true }
+  | { allowed: false; retryAfterSeconds: number }
+);
 
 interface Bucket {
   tokens: number;
@@ -25,12 +32,16 @@ export class RateLimiter {
     bucket.tokens = Math.min(limit.burst, bucket.tokens + ((now - bucket.at) / 1000) * limit.perSecond);
     bucket.at = now;
     this.#buckets.set(keyId, bucket);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return { allowed: true };
-    }
+    const allowed = bucket.tokens >= 1;
+    if (allowed) bucket.tokens -= 1;
+    const state = {
+      remaining: Math.floor(bucket.tokens),
+      resetSeconds: Math.ceil((limit.burst - bucket.tokens) / limit.perSecond),
+    };
+    if (allowed) return { allowed: true, ...state };
     return {
       allowed: false,
+      ...state,
       retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / limit.perSecond)),
     };
   }

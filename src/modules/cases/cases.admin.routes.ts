@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { errorResponse } from "../../platform/openapi.js";
 import { DECISION_VALUES } from "./case-status.js";
 import {
   closeCase,
@@ -52,7 +53,10 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: cases"],
+        operationId: "overrideDecision",
         summary: "Override a case's decision (appends to the history; emits case.decision_overridden)",
+        description:
+          "Appends the analyst's decision to `decisionHistory`, makes it the current one and emits `case.decision_overridden`. 409 when the case has no decision to override or is closed.",
         params: Type.Object({ caseId: Type.String() }),
         body: Type.Object(
           {
@@ -62,7 +66,10 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
           },
           { additionalProperties: false },
         ),
-        response: { 200: CaseRecord },
+        response: {
+          200: CaseRecord,
+          409: errorResponse("The case is closed, or has no decision to override"),
+        },
       },
     },
     async (request) => overrideDecision(ctx, request.params.caseId, request.body),
@@ -74,10 +81,15 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: cases"],
+        operationId: "closeCase",
         summary: "Close a case for good",
+        description: "A closed case is terminal: it takes no more actions, answers or overrides.",
         params: Type.Object({ caseId: Type.String() }),
         body: Type.Object({ actor: Actor }, { additionalProperties: false }),
-        response: { 200: CaseRecord },
+        response: {
+          200: CaseRecord,
+          409: errorResponse("The case is closed, or has no decision to override"),
+        },
       },
     },
     async (request) => closeCase(ctx, request.params.caseId, request.body),
@@ -95,6 +107,7 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
       },
       schema: {
         tags: ["operator: workflows"],
+        operationId: "dryRunCase",
         summary: "Run a case submission on a version, published or not; the case carries dryRun: true",
         description:
           "Takes a whole case submission (its `workflowId`, `workflowVersion` and `idempotencyKey` are " +
@@ -102,7 +115,6 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
           "has left `received` and `running` (at most 30 s), so the trace shows the whole run. Its " +
           "events are recorded, never delivered. 400 lists every invalid field; 401 without the " +
           "operator token; 404 for an unknown tenant, workflow or version.",
-        operationId: "dryRunWorkflowVersion",
         params: Type.Object({
           tenantId: Type.String(),
           workflowId: Type.String(),

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { type CliContext, positiveInt } from "../../cli/context.js";
 import { describeTrace, type TraceEntry } from "../engine/index.js";
 import { CASE_STATUSES, CASE_TYPES, DECISION_VALUES } from "./case-status.js";
@@ -49,7 +49,9 @@ export function casesCli(program: Command, cli: CliContext): void {
     .command("override")
     .description("override a case's decision")
     .requiredOption("--case <caseId>", "the case")
-    .requiredOption("--decision <value>", DECISION_VALUES.join(" | "))
+    .addOption(
+      new Option("--decision <value>", "the new decision").choices(DECISION_VALUES).makeOptionMandatory(),
+    )
     .requiredOption("--actor <userId>", "the analyst")
     .option("--reason <text>", "why")
     .action(async (opts: { case: string; decision: string; actor: string; reason?: string }) => {

@@ -2,13 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { partnerOf } from "../auth/auth.plugin.js";
-import {
-  CaseListQuery,
-  CaseRecord,
-  CaseSubmission,
-  CaseSummary,
-  SubmissionResponse,
-} from "./cases.schemas.js";
+import { CaseList, CaseListQuery, CaseRecord, CaseSubmission, SubmissionResponse } from "./cases.schemas.js";
 import {
   type CaseSubmissionInput,
   getCase,
@@ -27,6 +21,7 @@ export function casesRoutes(app: App, ctx: AppContext): void {
       },
       schema: {
         tags: ["cases"],
+        operationId: "submitCase",
         summary: "Submit a case",
         description:
           "201 with a new case. With an `idempotencyKey` the tenant has used before, 200 with that case " +
@@ -49,7 +44,10 @@ export function casesRoutes(app: App, ctx: AppContext): void {
       config: { scope: "cases:read" },
       schema: {
         tags: ["cases"],
+        operationId: "getCase",
         summary: "Read a case with its decision, history, tags and information requests",
+        description:
+          "The case's status, subject, payload, the decision with its whole history, the workflow result, tags and information requests.",
         params: Type.Object({ caseId: Type.String() }),
         response: { 200: CaseRecord },
       },
@@ -63,15 +61,11 @@ export function casesRoutes(app: App, ctx: AppContext): void {
       config: { scope: "cases:read" },
       schema: {
         tags: ["cases"],
+        operationId: "listCases",
         summary: "List cases, newest first, with keyset paging",
         description: "Pass `nextCursor` back as `cursor` for the next page; it is null on the last page.",
         querystring: CaseListQuery,
-        response: {
-          200: Type.Object({
-            cases: Type.Array(CaseSummary),
-            nextCursor: Type.Union([Type.String(), Type.Null()]),
-          }),
-        },
+        response: { 200: CaseList },
       },
     },
     async (request) => listTenantCases(ctx, partnerOf(request).tenantId, request.query),

@@ -1,4 +1,6 @@
 import { Type } from "typebox";
+import { named } from "../../platform/openapi.js";
+import { InformationRequestSchema } from "../rfi/rfi.views.js";
 import { CASE_STATUSES, CASE_TYPES, DECISION_SOURCES, DECISION_VALUES } from "./case-status.js";
 
 /**
@@ -143,6 +145,12 @@ export const Decision = Type.Object({
 });
 
 const Json = Type.Object({}, { additionalProperties: true });
+
+export const CaseTag = Type.Object({
+  tag: Type.String(),
+  createdBy: Type.String({ description: "`apikey:<keyId>` or `analyst:<userId>`" }),
+  createdAt: Type.String({ format: "date-time" }),
+});
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
@@ -153,7 +161,7 @@ export const CaseRecord = Type.Object({
   type: literals(CASE_TYPES),
   workflowId: Type.String(),
   workflowVersion: Type.Integer(),
-  subject: Json,
+  subject: Subject,
   payload: Json,
   metadata: Json,
   externalCustomerId: Nullable(Type.String()),
@@ -167,14 +175,8 @@ export const CaseRecord = Type.Object({
     workflow_result: Nullable(Json),
   }),
   error: Nullable(Json),
-  tags: Type.Array(
-    Type.Object({
-      tag: Type.String(),
-      createdBy: Type.String(),
-      createdAt: Type.String({ format: "date-time" }),
-    }),
-  ),
-  informationRequests: Type.Array(Json),
+  tags: Type.Array(CaseTag),
+  informationRequests: Type.Array(InformationRequestSchema),
 });
 
 export const CaseSummary = Type.Object({
@@ -190,6 +192,13 @@ export const CaseSummary = Type.Object({
   dryRun: Type.Boolean(),
   createdAt: Type.String({ format: "date-time" }),
   updatedAt: Type.String({ format: "date-time" }),
+});
+
+export const CaseList = Type.Object({
+  cases: Type.Array(CaseSummary),
+  nextCursor: Type.Union([Type.String(), Type.Null()], {
+    description: "Pass as `cursor` for the next page; null on the last",
+  }),
 });
 
 export const CaseListQuery = Type.Object(
@@ -253,3 +262,23 @@ export const AdminCaseListQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+
+named({
+  Identifier,
+  Address,
+  Person,
+  Business,
+  Party,
+  Transaction: TransactionSubject,
+  Subject,
+  CaseSubmission,
+  CaseSubmitted: SubmissionResponse,
+  Decision,
+  Tag: CaseTag,
+  Case: CaseRecord,
+  CaseSummary,
+  CaseList,
+  TraceEntry,
+  AdminCase: AdminCaseRecord,
+  AdminCaseSummary,
+});

@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { errorResponse } from "../../platform/openapi.js";
 import { partnerOf } from "../auth/auth.plugin.js";
 import { deliverCallback, listPausedNodes } from "./callbacks.service.js";
 
@@ -21,7 +22,9 @@ export function engineRoutes(app: App, ctx: AppContext): void {
       config: { scope: "cases:read" },
       schema: {
         tags: ["paused nodes"],
+        operationId: "listPendingNodes",
         summary: "The case's workflow nodes paused awaiting an external system",
+        description: "Each paused node with its `pendingHandle`, the actions it offers and when it expires.",
         params: Type.Object({ caseId: Type.String() }),
         response: { 200: Type.Object({ pending: Type.Array(PausedNode) }) },
       },
@@ -37,6 +40,7 @@ export function engineRoutes(app: App, ctx: AppContext): void {
       config: { scope: "cases:callback" },
       schema: {
         tags: ["paused nodes"],
+        operationId: "deliverCallback",
         summary: "Deliver an external callback; the body becomes the paused node's output",
         description:
           "202 when accepted. 404 unknown case or callback; 409 already delivered; 410 past `expiresAt`; " +
@@ -49,6 +53,8 @@ export function engineRoutes(app: App, ctx: AppContext): void {
             nodeId: Type.String(),
             status: Type.Literal("accepted"),
           }),
+          409: errorResponse("The callback was delivered already"),
+          410: errorResponse("The callback is past its `expiresAt`"),
         },
       },
     },

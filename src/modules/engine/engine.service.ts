@@ -8,6 +8,7 @@ import {
   deleteJob,
   type JobSpec,
 } from "../../platform/jobs.js";
+import { decisionLatency } from "../../platform/metrics.js";
 import { getAttributesOf } from "../attributes/attributes.repo.js";
 import { type CaseStatus, type DecisionEntry, isInFlight } from "../cases/case-status.js";
 import { type CaseRow, findCase, lockCase, lockCases } from "../cases/cases.repo.js";
@@ -26,7 +27,7 @@ import {
   type ExpressionVariables,
 } from "../workflows/workflow.types.js";
 import { getCompiledWorkflow } from "../workflows/workflows.service.js";
-import { caseFailedEvent, decisionEvent } from "./engine.events.js";
+import { caseFailedEvent, decisionEvent, type ResultEnvelope } from "./engine.events.js";
 import { type CaseState, type CaseWrite, type NewStep, writeSteps } from "./engine.repo.js";
 
 /**
@@ -391,7 +392,19 @@ export async function runSteps(
       }),
     );
   }
-  return commit(tx, planned);
+  const continuations = await commit(tx, planned);
+  observeDecisions(planned, rows);
+  return continuations;
+}
+
+function observeDecisions(planned: Planned[], rows: Map<string, CaseRow>): void {
+  for (const event of planned.flatMap((p) => p.events)) {
+    if (event.type !== "case.decided" && event.type !== "case.pending_review") continue;
+    const row = event.caseId === null ? undefined : rows.get(event.caseId);
+    const decision = (event.payload.result as ResultEnvelope | undefined)?.decision?.value;
+    if (!row || row.dry_run || !decision) continue;
+    decisionLatency.observe({ decision }, (Date.now() - row.created_at.getTime()) / 1000);
+  }
 }
 
 /**

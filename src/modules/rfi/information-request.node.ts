@@ -47,7 +47,7 @@ export const informationRequestNode: NodeType<InformationRequestNode> = {
       subject: schemaRef("expression"),
       body: schemaRef("expression"),
       cc: { type: "array", maxItems: LIMITS.cc, items: { type: "string", format: "email" } },
-      templateId: { type: "string", minLength: 1, maxLength: 128 },
+      templateId: { type: "string", minLength: 1, maxLength: 200 },
       webhookKey: schemaRef("webhookKey"),
       awaitResponse: { type: "boolean", default: false },
       expiresInSeconds: schemaRef("expiresInSeconds"),

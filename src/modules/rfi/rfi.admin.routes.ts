@@ -2,6 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError } from "../../platform/errors.js";
+import { errorResponse } from "../../platform/openapi.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import { AdminAnswerBody, AdminRaiseBody } from "./rfi.schemas.js";
 import {
@@ -48,11 +49,15 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
       config: { admin: true, errorStyle: "rfi" },
       schema: {
         tags: TAGS,
+        operationId: "raiseInformationRequestAsAnalyst",
         summary: "Raise an information request as an analyst",
         description: "`requested_by` is `analyst:<actor>`, `source` `analyst`; emits `case.rfi_requested`.",
         params: CaseParams,
         body: AdminRaiseBody,
-        response: { 201: InformationRequestSchema },
+        response: {
+          201: InformationRequestSchema,
+          409: errorResponse("`case_terminal` (closed or failed case) or `dry_run`", "rfi"),
+        },
       },
     },
     async (request, reply) => {
@@ -75,7 +80,9 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
       config: { admin: true, errorStyle: "rfi" },
       schema: {
         tags: TAGS,
+        operationId: "listInformationRequestsAsOperator",
         summary: "List a case's information requests with answers and documents",
+        description: "Oldest first, each with its answer and documents.",
         params: CaseParams,
         response: { 200: Type.Object({ informationRequests: Type.Array(InformationRequestSchema) }) },
       },
@@ -92,10 +99,14 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
       config: { admin: true, errorStyle: "rfi" },
       schema: {
         tags: TAGS,
+        operationId: "remindInformationRequest",
         summary: "Send a pending request's case.rfi_requested again (a reminder)",
         description: "Same `rfi_id`, a fresh `webhookId`. 409 `not_pending` unless the request is pending.",
         params: RfiParams,
-        response: { 200: InformationRequestSchema },
+        response: {
+          200: InformationRequestSchema,
+          409: errorResponse("`not_pending`: the request is not pending", "rfi"),
+        },
       },
     },
     async (request) => remindRequest(ctx, request.params.caseId, request.params.rfiId),
@@ -107,12 +118,16 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
       config: { admin: true, errorStyle: "rfi" },
       schema: {
         tags: TAGS,
+        operationId: "cancelInformationRequest",
         summary: "Cancel a pending request",
         description:
           "Optional body `{actor}` records who cancelled. A workflow node waiting on the request continues " +
           "(`onCancelled`). Cancelling again answers 200 unchanged; an answered or expired request is 409 `not_pending`.",
         params: RfiParams,
-        response: { 200: InformationRequestSchema },
+        response: {
+          200: InformationRequestSchema,
+          409: errorResponse("`not_pending`: the request is not pending", "rfi"),
+        },
       },
     },
     async (request) =>
@@ -126,13 +141,21 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
       attachValidation: true,
       schema: {
         tags: TAGS,
+        operationId: "answerInformationRequestAsAnalyst",
         summary: "Record an analyst's answer",
         description:
           "As endpoint 13, with `actor`: `answered_by` is `analyst:<actor>`, `source` `analyst`. A later " +
           'partner answer is 409 `already_answered` with `answeredBy: "analyst"`.',
         params: RfiParams,
         body: AdminAnswerBody,
-        response: { 200: AnswerResultSchema },
+        response: {
+          200: AnswerResultSchema,
+          409: errorResponse("`already_answered`, `not_pending`, `case_terminal` or `dry_run`", "rfi"),
+          422: errorResponse(
+            "`document_not_uploaded`, `invalid_field_key`, `invalid_field_value`, `fields_too_large` or `too_many_documents`",
+            "rfi",
+          ),
+        },
       },
     },
     async (request) => answerAsAnalyst(ctx, request.params.caseId, request.params.rfiId, request.body),
@@ -144,22 +167,32 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
       config: { admin: true, errorStyle: "rfi" },
       schema: {
         tags: TAGS,
+        operationId: "downloadDocument",
         summary: "Download an uploaded document",
         description:
           "The stored bytes with their stored content type, as an attachment. The service never inspects " +
           "document content: open it with the care due to any file from outside.",
         params: Type.Object({ caseId: Type.String(), uploadId: Type.String() }),
+        response: {
+          200: {
+            description: "The document's bytes, with its stored content type",
+            content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+          },
+        },
       },
     },
     async (request, reply) => {
       const doc = await openDocument(ctx, request.params.caseId, request.params.uploadId);
-      return reply
-        .type(doc.contentType)
-        .header("content-length", doc.sizeBytes)
-        .header("content-disposition", contentDisposition(doc.filename))
-        .header("x-content-type-options", "nosniff")
-        .header("cache-control", "private, no-store")
-        .send(doc.stream);
+      return (
+        reply
+          .type(doc.contentType)
+          .header("content-length", doc.sizeBytes)
+          .header("content-disposition", contentDisposition(doc.filename))
+          .header("x-content-type-options", "nosniff")
+          .header("cache-control", "private, no-store")
+          // Streamed; the schema documents the same bytes as a binary string.
+          .send(doc.stream as unknown as string)
+      );
     },
   );
 }

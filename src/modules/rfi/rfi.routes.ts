@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { errorResponse } from "../../platform/openapi.js";
 import { partnerOf } from "../auth/auth.plugin.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import { AnswerBody, MintBody, RaiseBody } from "./rfi.schemas.js";
@@ -23,6 +24,7 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
       config: { scope: "cases:write", errorStyle: "rfi" },
       schema: {
         tags: ["information requests"],
+        operationId: "raiseInformationRequest",
         summary: "Raise an information request on a case",
         description: [
           "Emits `case.rfi_requested` (`requested_by` `apikey:<keyId>`, `source` `api`); your own",
@@ -32,7 +34,10 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
         ].join(" "),
         params: CaseParams,
         body: RaiseBody,
-        response: { 201: InformationRequestSchema },
+        response: {
+          201: InformationRequestSchema,
+          409: errorResponse("`case_terminal` (closed or failed case) or `dry_run`", "rfi"),
+        },
       },
     },
     async (request, reply) => {
@@ -54,7 +59,9 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
       config: { scope: "cases:read", errorStyle: "rfi" },
       schema: {
         tags: ["information requests"],
+        operationId: "listInformationRequests",
         summary: "List a case's information requests, oldest first, with answers and documents",
+        description: "Oldest first, each with its status, attribution, answer and documents.",
         params: CaseParams,
         response: { 200: Type.Object({ informationRequests: Type.Array(InformationRequestSchema) }) },
       },
@@ -71,7 +78,10 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
       config: { scope: "cases:read", errorStyle: "rfi" },
       schema: {
         tags: ["information requests"],
+        operationId: "getInformationRequest",
         summary: "Read an information request with its answer and documents",
+        description:
+          "The request with its status, attribution, answer (fields and documents) and the upload slots minted so far.",
         params: RfiParams,
         response: { 200: InformationRequestSchema },
       },
@@ -90,6 +100,7 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
       attachValidation: true,
       schema: {
         tags: ["information requests"],
+        operationId: "createUploadSlot",
         summary: "Mint an upload slot (step 1 of answering)",
         description: [
           "Call once per file. Then `PUT` the file to `uploadUrl` before `expiresAt` with exactly the",
@@ -101,7 +112,11 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
         ].join(" "),
         params: RfiParams,
         body: MintBody,
-        response: { 201: UploadSlotSchema },
+        response: {
+          201: UploadSlotSchema,
+          409: errorResponse("`not_pending`, `case_terminal` or `dry_run`", "rfi"),
+          422: errorResponse("`upload_limit_reached`: 30 slots per request or 100 per case", "rfi"),
+        },
       },
     },
     async (request, reply) => {
@@ -119,6 +134,7 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
       attachValidation: true,
       schema: {
         tags: ["information requests"],
+        operationId: "answerInformationRequest",
         summary: "Answer an information request (step 2), all or nothing",
         description: [
           "At least one field or one document. Checked in this order: 401, 403, 400 invalid JSON, 404,",
@@ -129,7 +145,14 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
         ].join(" "),
         params: RfiParams,
         body: AnswerBody,
-        response: { 200: AnswerResultSchema },
+        response: {
+          200: AnswerResultSchema,
+          409: errorResponse("`already_answered`, `not_pending`, `case_terminal` or `dry_run`", "rfi"),
+          422: errorResponse(
+            "`document_not_uploaded`, `invalid_field_key`, `invalid_field_value`, `fields_too_large` or `too_many_documents`",
+            "rfi",
+          ),
+        },
       },
     },
     async (request) => {

@@ -1,4 +1,5 @@
 import { Type } from "typebox";
+import { named } from "../../platform/openapi.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 
 const Address = Type.String({ format: "email", minLength: 3, maxLength: RFI_LIMITS.addressLength });
@@ -61,4 +62,12 @@ export const AdminAnswerBody = Type.Object({
   fields: Type.Optional(Type.Array(FieldInput, { maxItems: RFI_LIMITS.fieldsPerAnswer })),
   documents: Type.Optional(Type.Array(DocumentInput, { maxItems: RFI_LIMITS.documentsPerAnswer })),
   actor: Type.String({ minLength: 1, maxLength: RFI_LIMITS.actorLength }),
+});
+
+named({
+  InformationRequestInput: RaiseBody,
+  AnalystInformationRequestInput: AdminRaiseBody,
+  UploadSlotRequest: MintBody,
+  RFIAnswer: AnswerBody,
+  AnalystRFIAnswer: AdminAnswerBody,
 });

@@ -1,4 +1,5 @@
 import { type TSchema, Type } from "typebox";
+import { named } from "../../platform/openapi.js";
 import type { RfiRow, SlotRow } from "./rfi.repo.js";
 import type { AnswerSource, RfiSource, RfiStatus } from "./rfi.tables.js";
 
@@ -163,6 +164,23 @@ export const AnswerResultSchema = Type.Object({
 
 export const UploadSlotSchema = Type.Object({
   uploadId: Type.String({ format: "uuid" }),
-  uploadUrl: Type.String({ description: "Presigned URL for a single create-only PUT" }),
+  uploadUrl: Type.String({
+    format: "uri",
+    description: [
+      "An opaque, signed URL for one create-only upload: `PUT` the file's bytes to it exactly as given",
+      "(do not parse or rebuild it), before `expiresAt`, with the declared `Content-Type` and",
+      "`Content-Length` and `If-None-Match: *`. No API key. 200 once stored; 403 for a wrong",
+      "signature, type, length, a missing `If-None-Match` or an expired URL; 400 for a body whose",
+      "length differs from the declared size; 412 when the slot already holds a file. Errors are",
+      "`RFIError` bodies.",
+    ].join(" "),
+  }),
   expiresAt: Timestamp,
+});
+
+named({
+  Document: DocumentSchema,
+  InformationRequest: InformationRequestSchema,
+  AnswerResult: AnswerResultSchema,
+  UploadSlot: UploadSlotSchema,
 });

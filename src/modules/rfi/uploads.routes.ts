@@ -34,6 +34,9 @@ export async function uploadRoutes(app: App, ctx: AppContext, receiver: UploadRe
         config: { errorStyle: "rfi" },
         bodyLimit: RFI_LIMITS.fileMaxBytes,
         schema: {
+          // The signed upload URL is opaque to partners (UploadSlot.uploadUrl documents it): it is
+          // not an operation of the API and its path is the store's business.
+          hide: true,
           tags: ["information requests"],
           summary: "Upload a document to a minted slot (the uploadUrl)",
           description: [

@@ -2,6 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { badRequest } from "../../platform/errors.js";
+import { emptyResponse } from "../../platform/openapi.js";
 import { partnerOf } from "../auth/auth.plugin.js";
 import {
   applyTag,
@@ -34,7 +35,9 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
       config: { scope: "tags:read" },
       schema: {
         tags: ["tags"],
+        operationId: "listCaseTags",
         summary: "List a case's tags, oldest first",
+        description: "Each tag with who applied it (`apikey:<keyId>` or `analyst:<userId>`) and when.",
         params: CaseParams,
         response: { 200: Type.Object({ tags: Type.Array(Tag) }) },
       },
@@ -51,6 +54,7 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
       config: { scope: "tags:write" },
       schema: {
         tags: ["tags"],
+        operationId: "addCaseTag",
         summary: "Apply a tag from the tenant's vocabulary",
         description:
           "201 with the new tag; 200 with the original `createdBy` and `createdAt` when already applied. " +
@@ -74,11 +78,13 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
       config: { scope: "tags:write" },
       schema: {
         tags: ["tags"],
+        operationId: "removeCaseTag",
         summary: "Remove a tag (idempotent)",
         description:
           "The tag is named by `?tag=`, or by a JSON body `{tag}`. 204 also when the case does not carry it.",
         params: CaseParams,
         querystring: Type.Object({ tag: Type.Optional(Type.String()) }),
+        response: { 204: emptyResponse("Removed, or the case did not carry it") },
       },
     },
     async (request, reply) => {
@@ -87,7 +93,7 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
       const tag = request.query.tag ?? body?.tag;
       if (typeof tag !== "string") {
         throw badRequest("name the tag to remove with ?tag= or a JSON body {tag}", [
-          { path: "querystring.tag", message: "is required" },
+          { path: "tag", message: "is required" },
         ]);
       }
       await removeTag(ctx, key.tenantId, request.params.caseId, tag);
@@ -101,6 +107,7 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: tags"],
+        operationId: "setTagOption",
         summary: "Add a tag option to a tenant's vocabulary, or enable or disable one",
         description: "Disabling an option stops new uses; tags already on cases stay.",
         params: Type.Object({ tenantId: Type.String(), tag: Type.String() }),
@@ -117,7 +124,9 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: tags"],
+        operationId: "listTagOptions",
         summary: "List a tenant's tag vocabulary",
+        description: "Every option, enabled or not, in the order they were added.",
         params: Type.Object({ tenantId: Type.String() }),
         response: { 200: Type.Object({ tagOptions: Type.Array(TagOption) }) },
       },

@@ -16,7 +16,10 @@ export function tenantsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: tenants"],
+        operationId: "createTenant",
         summary: "Create a tenant",
+        description:
+          "A new tenant with no keys, workflows or webhooks yet; its `tenantId` names it in every other operator call.",
         body: Type.Object(
           { name: Type.String({ minLength: 1, maxLength: 200 }) },
           { additionalProperties: false },
@@ -33,7 +36,9 @@ export function tenantsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: tenants"],
+        operationId: "listTenants",
         summary: "List tenants",
+        description: "Every tenant, oldest first.",
         response: { 200: Type.Object({ tenants: Type.Array(Tenant) }) },
       },
     },

@@ -50,7 +50,9 @@ export function deliveriesRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: webhooks"],
+        operationId: "listWebhookDeliveries",
         summary: "A tenant's webhook deliveries, newest first, with every attempt",
+        description: "Filter by `status`, `eventType` and `caseId`; page with `cursor`.",
         params: Type.Object({ tenantId: Type.String() }),
         querystring: Type.Object({
           status: Type.Optional(Type.String({ description: "`pending`, `succeeded` or `failed`" })),
@@ -74,7 +76,10 @@ export function deliveriesRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: webhooks"],
+        operationId: "getWebhookDelivery",
         summary: "One webhook delivery with its attempts and the exact body they sent",
+        description:
+          "Every attempt with its time, status code, latency, error and the start of the receiver's answer.",
         params: DeliveryParams,
         response: {
           200: Type.Intersect([Delivery, Type.Object({ tenantId: Type.String(), body: Type.String() })]),
@@ -90,7 +95,9 @@ export function deliveriesRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: webhooks"],
+        operationId: "redeliverWebhook",
         summary: "Send a delivery's event again, as a new delivery with a fresh webhookId",
+        description: "202: a new delivery of the same event is queued, with a fresh `webhookId`.",
         params: DeliveryParams,
         response: { 202: Delivery },
       },
@@ -104,6 +111,7 @@ export function deliveriesRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: webhooks"],
+        operationId: "redeliverFailedWebhooks",
         summary: "Redeliver every failed delivery of a tenant created since a time",
         description:
           "Each failed delivery not yet redelivered becomes a new delivery with a fresh webhookId, " +

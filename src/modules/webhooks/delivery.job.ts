@@ -1,10 +1,11 @@
+import { SECRET_ID_HEADER, SIGNATURE_HEADER, signWebhookBody } from "@case-decisioning/verify-webhook";
 import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Db } from "../../platform/db/index.js";
 import type { WebhookSecret } from "../../platform/db/schema.js";
 import { type PlainJobHandler, RescheduleJob } from "../../platform/jobs.js";
+import { webhookAttempts } from "../../platform/metrics.js";
 import { type SecretBox, secretBoxOf } from "../../platform/secret-box.js";
-import { SECRET_ID_HEADER, SIGNATURE_HEADER, signWebhookBody } from "../../verify-webhook.js";
 import {
   type AttemptContext,
   type AttemptKey,
@@ -140,6 +141,7 @@ export async function attemptDelivery(
       lastError: reason,
       retryInMs: null,
     });
+    webhookAttempts.inc({ outcome: "not_sent" });
     ctx.log[level]({ ...about, reason }, "webhook delivery failed for good");
     return null;
   };
@@ -196,6 +198,7 @@ export async function attemptDelivery(
     lastError: sent.error,
     retryInMs,
   });
+  webhookAttempts.inc({ outcome: sent.ok ? "succeeded" : last ? "failed" : "retrying" });
   if (!sent.ok) {
     const fields = { ...about, statusCode: sent.statusCode, error: sent.error, retryInMs };
     if (last) ctx.log.warn(fields, "webhook delivery failed for good");

@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { emptyResponse } from "../../platform/openapi.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_TIMEOUT_MS,
@@ -33,6 +34,7 @@ export function webhookConfigsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: webhooks"],
+        operationId: "putWebhookConfig",
         summary: "Create or replace a webhook configuration (`default`, or a named one)",
         description:
           "Secrets form a rotation set; `activeSecretId` signs new attempts and is sent as " +
@@ -74,7 +76,10 @@ export function webhookConfigsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: webhooks"],
+        operationId: "listWebhookConfigs",
         summary: "List a tenant's webhook configurations (never the secret values)",
+        description:
+          "Each configuration with its URL, secret ids, active secret and limits; never a secret's value.",
         params: Type.Object({ tenantId: Type.String() }),
         response: { 200: Type.Object({ webhooks: Type.Array(WebhookConfig) }) },
       },
@@ -88,7 +93,9 @@ export function webhookConfigsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: webhooks"],
+        operationId: "getWebhookConfig",
         summary: "Read one webhook configuration (never the secret values)",
+        description: "Its URL, secret ids, active secret and limits; never a secret's value.",
         params: ConfigParams,
         response: { 200: WebhookConfig },
       },
@@ -102,11 +109,13 @@ export function webhookConfigsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: webhooks"],
+        operationId: "deleteWebhookConfig",
         summary: "Delete a webhook configuration",
         description:
           "Deliveries routed to it fail at their next attempt, naming the missing configuration; " +
           "they can be redelivered once it exists again.",
         params: ConfigParams,
+        response: { 204: emptyResponse("Deleted") },
       },
     },
     async (request, reply) => {

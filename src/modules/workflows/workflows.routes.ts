@@ -34,6 +34,7 @@ export function workflowsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: workflows"],
+        operationId: "createWorkflowVersion",
         summary: "Create the next version of a workflow",
         description:
           "Versions count 1, 2, … per workflow and never change once created. A definition with " +
@@ -57,6 +58,7 @@ export function workflowsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: workflows"],
+        operationId: "publishWorkflowVersion",
         summary: "Publish a version and make it the current one",
         description:
           "New cases that pin no version run on the current one. A published version stays " +
@@ -84,7 +86,10 @@ export function workflowsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: workflows"],
+        operationId: "listWorkflows",
         summary: "List a tenant's workflows with their versions and the current one",
+        description:
+          "Each workflow with its versions (published or not) and the current one that new cases run on.",
         params: TenantParams,
         response: {
           200: Type.Object({
@@ -114,7 +119,9 @@ export function workflowsRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: ["operator: workflows"],
+        operationId: "getWorkflowVersion",
         summary: "Show a version with its definition",
+        description: "The version's definition as created, whether it is published, and when.",
         params: VersionParams,
         response: {
           200: Type.Object({
