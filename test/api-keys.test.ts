@@ -366,7 +366,7 @@ describe("operator API for keys", () => {
       [
         { name: "k", scopes: ["tags:read"], rateLimit: { perSecond: 0, burst: 1 } },
         "rateLimit.perSecond",
-        /> 0/,
+        />= 1/,
       ],
       [
         { name: "k", scopes: ["tags:read"], rateLimit: { perSecond: 5, burst: 0 } },
@@ -430,5 +430,31 @@ describe("operator API for keys", () => {
       });
     expect((await twice()).statusCode).toBe(204);
     expect((await twice()).statusCode).toBe(404);
+  });
+});
+
+describe("rate limit bounds", () => {
+  it("refuses a fractional, tiny or huge rate limit with 400 naming the field, never a 5xx", async () => {
+    const app = await createTestApp();
+    try {
+      const tenantId = await createTenant(app.app);
+      for (const rateLimit of [
+        { perSecond: 1.1422031711204148e-92, burst: 182 },
+        { perSecond: 0.5, burst: 10 },
+        { perSecond: 10, burst: 2 ** 31 },
+      ]) {
+        const res = await app.app.inject({
+          method: "POST",
+          url: `/admin/tenants/${tenantId}/api-keys`,
+          headers: adminHeaders,
+          payload: { name: "limited", scopes: ["cases:read"], rateLimit },
+        });
+        expect(res.statusCode, JSON.stringify(rateLimit)).toBe(400);
+        expect(res.json().code).toBe("invalid_request");
+        expect(res.json().details[0].path).toMatch(/^rateLimit\.(perSecond|burst)$/);
+      }
+    } finally {
+      await app.close();
+    }
   });
 });

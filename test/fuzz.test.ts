@@ -343,7 +343,9 @@ describe("fuzzing every operation of the OpenAPI document", () => {
           const res = await app.inject({ method: op.method as "GET", url, headers, payload });
           sent += 1;
           const where = `${op.method} ${url.slice(0, 200)} ${String(payload).slice(0, 200)}`;
-          expect(res.statusCode, `${where} → ${res.body.slice(0, 300)}`).toBeLessThan(500);
+          // Readiness answers 503 by design while no worker runs (this app starts none).
+          const probe = op.path === "/ready" && res.statusCode === 503;
+          if (!probe) expect(res.statusCode, `${where} → ${res.body.slice(0, 300)}`).toBeLessThan(500);
           expect(res.headers["x-request-id"], where).toBeTruthy();
           if (res.statusCode >= 400) {
             expect(res.headers["content-type"], where).toMatch(/^application\/json/);

@@ -110,7 +110,7 @@ describe("GET /metrics", () => {
       const decisions = sample(before, "cds_case_decision_seconds_count", { decision: "approved" }) ?? 0;
       const succeeded = sample(before, "cds_webhook_attempts_total", { outcome: "succeeded" }) ?? 0;
       const steps =
-        sample(before, "cds_job_run_seconds_count", { kind: "engine.step", outcome: "done" }) ?? 0;
+        sample(before, "cds_job_run_seconds_count", { kind: "engine.start", outcome: "done" }) ?? 0;
 
       const submitted = await h.app.inject({
         method: "POST",
@@ -129,7 +129,7 @@ describe("GET /metrics", () => {
       const after = (await scrape()).body;
       expect(sample(after, "cds_case_decision_seconds_count", { decision: "approved" })).toBe(decisions + 1);
       expect(
-        sample(after, "cds_job_run_seconds_count", { kind: "engine.step", outcome: "done" }),
+        sample(after, "cds_job_run_seconds_count", { kind: "engine.start", outcome: "done" }),
       ).toBeGreaterThan(steps);
       expect(sample(after, "cds_workers_live")).toBe(1);
     } finally {

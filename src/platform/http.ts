@@ -153,7 +153,9 @@ export function installErrorHandling(app: FastifyInstance): void {
 
   app.setErrorHandler(async (error: FastifyError | AppError, request, reply) => {
     if (error instanceof AppError) {
-      if (error.status >= 500) request.log.error({ err: error }, "request failed");
+      // A 500 is a bug of ours; a 502 or 503 is a state of the world (a vendor down, no worker yet).
+      if (error.status === 500) request.log.error({ err: error }, "request failed");
+      else if (error.status > 500) request.log.warn({ err: error }, "request could not be served");
       return sendError(request, reply, error.status, error.code, error.message, {
         extra: error.extra,
         details: error.details,

@@ -30,7 +30,7 @@ export const httpDuration = new Histogram({
 
 export const jobRuns = new Histogram({
   name: "cds_job_run_seconds",
-  help: "Time to run a job (a workflow step is kind engine.step), by kind and outcome (done, failed)",
+  help: "Time to run a job by kind and outcome (done, failed): a workflow step is engine.step, a new case's first run engine.start",
   labelNames: ["kind", "outcome"] as const,
   buckets: LATENCY_BUCKETS,
   registers: [metricsRegistry],

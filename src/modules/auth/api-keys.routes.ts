@@ -6,7 +6,18 @@ import { createApiKey, getApiKeys, removeApiKey } from "./api-keys.service.js";
 import { SCOPES } from "./scopes.js";
 
 const RateLimit = Type.Object(
-  { perSecond: Type.Number({ exclusiveMinimum: 0 }), burst: Type.Integer({ minimum: 1 }) },
+  {
+    perSecond: Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000,
+      description: "Requests a second the bucket refills",
+    }),
+    burst: Type.Integer({
+      minimum: 1,
+      maximum: 10_000_000,
+      description: "Requests the bucket holds at most",
+    }),
+  },
   { additionalProperties: false },
 );
 

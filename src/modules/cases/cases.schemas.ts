@@ -278,7 +278,4 @@ named({
   Case: CaseRecord,
   CaseSummary,
   CaseList,
-  TraceEntry,
-  AdminCase: AdminCaseRecord,
-  AdminCaseSummary,
 });

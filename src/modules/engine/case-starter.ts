@@ -1,6 +1,7 @@
 import type { AppContext } from "../../platform/context.js";
 import type { Tx } from "../../platform/db/index.js";
 import { enqueue, JOBS_CHANNEL } from "../../platform/jobs.js";
+import { jobRuns } from "../../platform/metrics.js";
 import { getAttributesOf } from "../attributes/attributes.repo.js";
 import { type CaseRow, lockCase, updateCase } from "../cases/cases.repo.js";
 import { claimReceivedCases } from "./engine.repo.js";
@@ -91,14 +92,23 @@ export class CaseStarter {
   /** One transaction: claims received cases and runs them; on failure, each again on its own. */
   async #startBatch(): Promise<number> {
     let ids: string[] = [];
+    const started = performance.now();
+    // Each case's first run counts as one `engine.start` run, timed as its batch.
+    const observe = (outcome: "done" | "failed") => {
+      const seconds = (performance.now() - started) / 1000;
+      for (let i = 0; i < ids.length; i++) jobRuns.observe({ kind: "engine.start", outcome }, seconds);
+    };
     try {
-      return await this.ctx.db.transaction(async (tx) => {
+      const count = await this.ctx.db.transaction(async (tx) => {
         const rows = await claimReceivedCases(tx, START_BATCH);
         ids = rows.map((r) => r.id);
         await this.#runCases(tx, rows);
         return rows.length;
       });
+      observe("done");
+      return count;
     } catch (err) {
+      observe("failed");
       if (ids.length === 0) throw err;
       for (const row of ids) await this.#startAlone(row);
       return ids.length;

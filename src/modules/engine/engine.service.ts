@@ -127,6 +127,8 @@ export interface Planned {
   events: NewEvent[];
   /** A follow-up job written claimed by this worker, to run right after the commit. */
   continuation?: JobSpec<unknown>;
+  /** The case as it was locked: what the decision latency metric is measured from. */
+  kase: { createdAt: Date; dryRun: boolean };
 }
 
 export function emptyPlan(row: CaseRow): Planned {
@@ -141,6 +143,7 @@ export function emptyPlan(row: CaseRow): Planned {
       waits: [],
     },
     events: [],
+    kase: { createdAt: row.created_at, dryRun: row.dry_run },
   };
 }
 
@@ -339,6 +342,7 @@ export async function commit(tx: Tx, planned: Planned[]): Promise<Continuation[]
     tx,
     planned.flatMap((p) => p.events),
   );
+  observeDecisions(planned);
   const continuations: Continuation[] = [];
   for (const p of planned) {
     const job = p.continuation;
@@ -392,18 +396,18 @@ export async function runSteps(
       }),
     );
   }
-  const continuations = await commit(tx, planned);
-  observeDecisions(planned, rows);
-  return continuations;
+  return commit(tx, planned);
 }
 
-function observeDecisions(planned: Planned[], rows: Map<string, CaseRow>): void {
-  for (const event of planned.flatMap((p) => p.events)) {
-    if (event.type !== "case.decided" && event.type !== "case.pending_review") continue;
-    const row = event.caseId === null ? undefined : rows.get(event.caseId);
-    const decision = (event.payload.result as ResultEnvelope | undefined)?.decision?.value;
-    if (!row || row.dry_run || !decision) continue;
-    decisionLatency.observe({ decision }, (Date.now() - row.created_at.getTime()) / 1000);
+/** Submission-to-decision latency, for every path a case decides by (starter, step, resume). */
+function observeDecisions(planned: Planned[]): void {
+  for (const { events, kase } of planned) {
+    if (kase.dryRun) continue;
+    for (const event of events) {
+      if (event.type !== "case.decided" && event.type !== "case.pending_review") continue;
+      const decision = (event.payload.result as ResultEnvelope | undefined)?.decision?.value;
+      if (decision) decisionLatency.observe({ decision }, (Date.now() - kase.createdAt.getTime()) / 1000);
+    }
   }
 }
 

@@ -1,13 +1,9 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { emptyResponse, errorResponse } from "../../platform/openapi.js";
 import { ROLES } from "./roles.js";
 import { createUser, getUsers, removeUser } from "./users.service.js";
-
-const ErrorBody = Type.Object({
-  error: Type.String(),
-  details: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
-});
 
 const User = Type.Object({
   userId: Type.String({ format: "uuid" }),
@@ -20,7 +16,6 @@ const User = Type.Object({
 
 const TenantParams = Type.Object({ tenantId: Type.String() });
 const TAGS = ["operator: console users"];
-const unauthorized = { 401: { description: "Missing or wrong operator token", ...ErrorBody } };
 
 /** The operator API of console users (contract section 3). */
 export function usersRoutes(app: App, ctx: AppContext): void {
@@ -30,6 +25,7 @@ export function usersRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: TAGS,
+        operationId: "createConsoleUser",
         summary: "Create a console user; the answer's setupUrl is a one-time link to set a password",
         description:
           "The email is the sign-in name and is unique across tenants. `setupUrl` is shown this once and " +
@@ -48,10 +44,9 @@ export function usersRoutes(app: App, ctx: AppContext): void {
             User,
             Type.Object({ setupUrl: Type.String(), setupExpiresAt: Type.String({ format: "date-time" }) }),
           ]),
-          400: { description: "Invalid email, name or role", ...ErrorBody },
-          ...unauthorized,
-          404: { description: "Unknown tenant", ...ErrorBody },
-          409: { description: "A user with this email exists", ...ErrorBody },
+          400: errorResponse("Invalid email, name or role"),
+          404: errorResponse("Unknown tenant"),
+          409: errorResponse("A user with this email exists"),
         },
       },
     },
@@ -65,12 +60,14 @@ export function usersRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: TAGS,
+        operationId: "listConsoleUsers",
         summary: "List a tenant's console users",
+        description:
+          "Every console user of the tenant, with their role and whether they have set a password.",
         params: TenantParams,
         response: {
           200: Type.Object({ users: Type.Array(User) }),
-          ...unauthorized,
-          404: { description: "Unknown tenant", ...ErrorBody },
+          404: errorResponse("Unknown tenant"),
         },
       },
     },
@@ -83,18 +80,19 @@ export function usersRoutes(app: App, ctx: AppContext): void {
       config: { admin: true },
       schema: {
         tags: TAGS,
+        operationId: "deleteConsoleUser",
         summary: "Delete a console user; their sessions end at once",
+        description: "The user can no longer sign in, and every session of theirs ends on its next request.",
         params: Type.Object({ tenantId: Type.String(), userId: Type.String() }),
         response: {
-          204: Type.Null({ description: "Deleted" }),
-          ...unauthorized,
-          404: { description: "Unknown tenant or user", ...ErrorBody },
+          204: emptyResponse("Deleted"),
+          404: errorResponse("Unknown tenant or user"),
         },
       },
     },
     async (request, reply) => {
       await removeUser(ctx, request.params.tenantId, request.params.userId, "operator");
-      return reply.status(204).send(null);
+      return reply.status(204).send();
     },
   );
 }
