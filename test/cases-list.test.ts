@@ -127,6 +127,22 @@ describe("GET /cases", () => {
     expect(await ids("?decision=declined")).toEqual([low]);
   });
 
+  it("leaves dry-run cases out, and lists only them with dryRun=true", async () => {
+    const partner = await createPartner(h.app);
+    await createWorkflow(h.app, partner.tenantId, "screen", amountScreen);
+    const real = await submit(partner, {});
+    const dry = await h.app.inject({
+      method: "POST",
+      url: `/admin/tenants/${partner.tenantId}/workflows/screen/versions/1/dry-run`,
+      headers: adminHeaders,
+      payload: { type: "KYC", payload: { amount: 1 }, subject: kycSubject },
+    });
+    expect(dry.statusCode, dry.body).toBe(201);
+    expect(await allPages(partner, "")).toEqual([real]);
+    expect(await allPages(partner, "?dryRun=false")).toEqual([real]);
+    expect(await allPages(partner, "?dryRun=true")).toEqual([dry.json().caseId]);
+  });
+
   it("shows only the tenant's own cases", async () => {
     const a = await createPartner(h.app);
     const b = await createPartner(h.app);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createPartner } from "./support/fixtures.js";
 import { waitFor } from "./support/jobs.js";
+import { sample } from "./support/metrics.js";
 import { configureWebhook, Receiver } from "./support/receiver.js";
 import { amountScreen, createWorkflow, kycSubject, waitForCase } from "./support/workflows.js";
 
@@ -20,16 +21,6 @@ afterAll(async () => {
 });
 
 const scrape = () => h.app.inject({ url: "/metrics", headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
-
-/** The value of one sample of the Prometheus text, or undefined when it is absent. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (wanted.every((w) => line.includes(w))) return Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return undefined;
-}
 
 describe("GET /ready", () => {
   it("is 503 naming the missing worker until a worker reports, 200 while one does, 503 once it stops", async () => {

@@ -4,6 +4,7 @@ import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createPartner, type Partner } from "./support/fixtures.js";
 import { waitFor } from "./support/jobs.js";
+import { sample } from "./support/metrics.js";
 import { type ProviderRig, SUMSUB_WEBHOOK_SECRET, startProviderRig } from "./support/providers.js";
 import { securityTests } from "./support/security.js";
 import { createWorkflow, eventsOf, waitForCase } from "./support/workflows.js";
@@ -510,6 +511,12 @@ describe("pending actions (endpoint 5)", () => {
 
   it("answers 502 when the vendor keeps failing, after three attempts", async () => {
     const s = await startKyc();
+    const failedCalls = async () =>
+      sample((await h.app.inject({ url: "/metrics" })).body, "cds_provider_call_seconds_count", {
+        broker: "sumsub",
+        outcome: "failed",
+      }) ?? 0;
+    const failedBefore = await failedCalls();
     await fault({ action: "sdk_token", status: 500, times: 3 });
     const res = await action(s.partner, s.handle, "refresh_sdk_token");
     expect(res.statusCode).toBe(502);
@@ -520,6 +527,7 @@ describe("pending actions (endpoint 5)", () => {
       [2, 500, "failed"],
       [3, 500, "failed"],
     ]);
+    expect(await failedCalls()).toBe(failedBefore + 3);
     expect((await waitForCase(h.app, s.partner.headers, s.caseId)).status).toBe("waiting");
   });
 

@@ -51,6 +51,14 @@ export const webhookAttempts = new Counter({
   registers: [metricsRegistry],
 });
 
+export const providerCalls = new Histogram({
+  name: "cds_provider_call_seconds",
+  help: "Vendor calls made by verification providers (each attempt), by broker and outcome: ok, failed (5xx, timeout, unreachable; retried), rejected (4xx)",
+  labelNames: ["broker", "outcome"] as const,
+  buckets: LATENCY_BUCKETS,
+  registers: [metricsRegistry],
+});
+
 const jobsQueued = new Gauge({
   name: "cds_jobs_queued",
   help: "Jobs in the queue, by kind and state: ready (due, unclaimed), scheduled (due later), running (claimed), failed (out of attempts)",

@@ -171,15 +171,18 @@ export interface CaseFilters {
   createdTo?: Date;
 }
 
-/** A page of the tenant's cases, newest first, after the keyset position `after` (exclusive). */
+/**
+ * A page of the tenant's cases, newest first, after the keyset position `after` (exclusive);
+ * dry-run cases only with `dryRun: true`.
+ */
 export function listCases(
   db: Executor,
   tenantId: string,
-  filters: CaseFilters,
+  filters: CaseFilters & { dryRun?: boolean },
   limit: number,
   after: { createdAt: Date; id: string } | undefined,
 ): Promise<CaseRow[]> {
-  return pageOfCases(db, tenantId, filters, limit, after);
+  return pageOfCases(db, tenantId, { ...filters, dryRun: filters.dryRun === true }, limit, after);
 }
 
 /**

@@ -213,6 +213,9 @@ export const CaseListQuery = Type.Object(
     createdTo: Type.Optional(Type.String({ description: "RFC 3339, exclusive" })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
     cursor: Type.Optional(Type.String({ maxLength: 200 })),
+    dryRun: Type.Optional(
+      Type.Boolean({ description: "true: only dry-run cases; absent or false: dry-run cases are left out" }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -324,6 +324,7 @@ export interface CaseListQuery extends Omit<CaseFilters, "createdFrom" | "create
   createdTo?: string;
   limit?: number;
   cursor?: string;
+  dryRun?: boolean;
 }
 
 function encodeCursor(row: CaseRow): string {
@@ -374,6 +375,6 @@ export function pageOf<T>(rows: CaseRow[], limit: number, view: (row: CaseRow) =
 /** `GET /cases`: newest first, keyset-paged (stable while cases are added). */
 export async function listTenantCases(ctx: AppContext, tenantId: string, query: CaseListQuery) {
   const { filters, limit, after } = parseListQuery(query);
-  const rows = await listCases(ctx.db.root, tenantId, filters, limit + 1, after);
+  const rows = await listCases(ctx.db.root, tenantId, { ...filters, dryRun: query.dryRun }, limit + 1, after);
   return pageOf(rows, limit, caseSummary);
 }

@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { emptyResponse } from "../../platform/openapi.js";
 import {
   DEFAULT_VENDOR_TIMEOUT_MS,
   getProviderConfig,
@@ -118,12 +119,12 @@ export function providerConfigsRoutes(app: App, ctx: AppContext): void {
           "Workflow versions naming the broker can no longer be published or dry-run, and the inbound " +
           "webhook URL answers 404. 404 when there is no such configuration.",
         params: Params,
-        response: { 204: Type.Null(), 401: ErrorBody, 404: ErrorBody },
+        response: { 204: emptyResponse("Deleted"), 401: ErrorBody, 404: ErrorBody },
       },
     },
     async (request, reply) => {
       await removeProviderConfig(ctx, request.params.tenantId, request.params.brokerId);
-      return reply.status(204).send(null);
+      return reply.status(204).send();
     },
   );
 }

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { AppContext } from "../../platform/context.js";
+import { providerCalls } from "../../platform/metrics.js";
 import type { Broker, BrokerCall, CaseSubject, RunView } from "./broker.js";
 import type { OpenedConfig } from "./provider-configs.service.js";
 import { type CallScope, insertCall, type ProviderRunRow } from "./providers.repo.js";
@@ -31,6 +32,7 @@ export function openSession(
     signer: broker.signer(config.credentials),
     async onCall(record) {
       calls.push(record);
+      providerCalls.observe({ broker: scope.brokerId, outcome: record.outcome }, record.durationMs / 1000);
       await insertCall(ctx.db.root, tenantId, scope, record);
       const fields = { tenantId, caseId: scope.caseId, brokerId: scope.brokerId, ...record };
       if (record.outcome === "ok") ctx.log.debug(fields, "vendor call");

@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { badRequest } from "../../platform/errors.js";
-import { emptyResponse } from "../../platform/openapi.js";
+import { emptyResponse, errorResponse } from "../../platform/openapi.js";
 import { partnerOf } from "../auth/auth.plugin.js";
 import {
   applyTag,
@@ -61,7 +61,11 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
           "A case carries at most 100 tags: one more is 409 `tag_limit_reached`.",
         params: CaseParams,
         body: Type.Object({ tag: Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH }) }),
-        response: { 200: Tag, 201: Tag },
+        response: {
+          200: Tag,
+          201: Tag,
+          409: errorResponse("The case carries 100 tags already (`tag_limit_reached`)"),
+        },
       },
     },
     async (request, reply) => {
