@@ -4,7 +4,6 @@ import path from "node:path";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.js";
-import { type CliIo, runCli } from "../src/main.js";
 import { stepJob } from "../src/modules/engine/engine.service.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import type { App } from "../src/platform/app-types.js";
@@ -13,7 +12,8 @@ import type { AppContext } from "../src/platform/context.js";
 import { enqueue, type JobWorker } from "../src/platform/jobs.js";
 import { createLogger } from "../src/platform/logger.js";
 import { startWorker } from "../src/worker.js";
-import { ADMIN_TOKEN, testConfig } from "./support/app.js";
+import { testConfig } from "./support/app.js";
+import { runCds } from "./support/cli.js";
 import { createTestDatabase, type TestDatabase } from "./support/db.js";
 import { adminHeaders, createPartner, createStoredCase, type Partner } from "./support/fixtures.js";
 import { answerRfi } from "./support/rfi.js";
@@ -82,21 +82,7 @@ async function settle(partner: Partner, caseId: string, until?: (c: { status: st
   return operatorCase(caseId);
 }
 
-async function cds(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const io: CliIo = {
-    env: { CDS_URL: url, CDS_ADMIN_TOKEN: ADMIN_TOKEN },
-    stdout: (t) => {
-      stdout += t;
-    },
-    stderr: (t) => {
-      stderr += t;
-    },
-  };
-  const code = await runCli(argv, io);
-  return { code, stdout, stderr };
-}
+const cds = (...argv: string[]) => runCds(url, ...argv);
 
 const timestamp = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 

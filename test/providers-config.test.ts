@@ -1,11 +1,11 @@
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.js";
-import { type CliIo, runCli } from "../src/main.js";
 import type { AppContext } from "../src/platform/context.js";
 import { createLogger } from "../src/platform/logger.js";
 import { secretBoxOf } from "../src/platform/secret-box.js";
-import { ADMIN_TOKEN, createTestApp, type TestApp, testConfig } from "./support/app.js";
+import { createTestApp, type TestApp, testConfig } from "./support/app.js";
+import { runCds } from "./support/cli.js";
 import { adminHeaders, createTenant } from "./support/fixtures.js";
 
 let h: TestApp;
@@ -33,21 +33,7 @@ function put(tenantId: string, brokerId: string, payload: unknown, headers = adm
   });
 }
 
-async function cds(...argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const io: CliIo = {
-    env: { CDS_URL: url, CDS_ADMIN_TOKEN: ADMIN_TOKEN },
-    stdout: (t) => {
-      stdout += t;
-    },
-    stderr: (t) => {
-      stderr += t;
-    },
-  };
-  const code = await runCli(argv, io);
-  return { code, stdout, stderr };
-}
+const cds = (...argv: string[]) => runCds(url, ...argv);
 
 describe("provider configuration (operator API)", () => {
   it("stores a configuration and answers with its inbound webhook URL, never the credentials", async () => {

@@ -2,9 +2,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CliIo, runCli } from "../src/main.js";
 import { workflowDefinitionSchema } from "../src/modules/workflows/workflow.schema.js";
-import { ADMIN_TOKEN, createTestApp, type TestApp } from "./support/app.js";
+import { createTestApp, type TestApp } from "./support/app.js";
+import { runCds } from "./support/cli.js";
 import { createTenant } from "./support/fixtures.js";
 
 let h: TestApp;
@@ -20,21 +20,7 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-async function cds(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const io: CliIo = {
-    env: { CDS_URL: url, CDS_ADMIN_TOKEN: ADMIN_TOKEN },
-    stdout: (t) => {
-      stdout += t;
-    },
-    stderr: (t) => {
-      stderr += t;
-    },
-  };
-  const code = await runCli(argv, io);
-  return { code, stdout, stderr };
-}
+const cds = (...argv: string[]) => runCds(url, ...argv);
 
 function writeDefinition(name: string, definition: unknown): string {
   const file = path.join(dir, name);
