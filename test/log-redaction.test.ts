@@ -1,17 +1,9 @@
-import fs from "node:fs";
-import { Writable } from "node:stream";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../src/app.js";
 import type { App } from "../src/platform/app-types.js";
-import { createBlobStore } from "../src/platform/blobs/index.js";
 import type { AppContext } from "../src/platform/context.js";
-import type { JobWorker } from "../src/platform/jobs.js";
-import { createLogger } from "../src/platform/logger.js";
-import { startWorker } from "../src/worker.js";
-import { testConfig } from "./support/app.js";
-import { createTestDatabase, type TestDatabase } from "./support/db.js";
 import { adminHeaders, createPartner, createStoredCase, type Partner } from "./support/fixtures.js";
+import { type LoggedService, startLoggedService } from "./support/logged.js";
 import { answerRfi, openRequest } from "./support/rfi.js";
 import { amountScreen, createWorkflow, kycSubject, waitForCase } from "./support/workflows.js";
 
@@ -21,34 +13,21 @@ import { amountScreen, createWorkflow, kycSubject, waitForCase } from "./support
  * nesting, invalid JSON, failed validation, a failing workflow), and no marker may reach a line.
  */
 
-const lines: string[] = [];
+let service: LoggedService;
 let app: App;
 let ctx: AppContext;
-let database: TestDatabase;
-let worker: JobWorker;
+let lines: string[];
 let partner: Partner;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  const config = testConfig({ logLevel: "trace" });
-  const sink = new Writable({
-    write(chunk, _encoding, callback) {
-      lines.push(String(chunk));
-      callback();
-    },
-  });
-  ctx = { config, db: database.db, log: createLogger("trace", sink), blobs: createBlobStore(config) };
-  app = await buildApp(ctx);
-  worker = await startWorker(ctx);
+  service = await startLoggedService();
+  ({ app, ctx, lines } = service);
   partner = await createPartner(app);
   await createWorkflow(app, partner.tenantId, "screen", amountScreen);
 });
 
 afterAll(async () => {
-  await worker?.stop();
-  await app?.close();
-  await database?.drop();
-  fs.rmSync(ctx.config.dataDir, { recursive: true, force: true });
+  await service?.close();
 });
 
 let counter = 0;

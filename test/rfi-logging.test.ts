@@ -1,45 +1,24 @@
-import fs from "node:fs";
-import { Writable } from "node:stream";
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { raiseRfiFromNode } from "../src/modules/rfi/rfi.node.js";
 import type { App } from "../src/platform/app-types.js";
-import { createBlobStore } from "../src/platform/blobs/index.js";
 import type { AppContext } from "../src/platform/context.js";
-import type { JobWorker } from "../src/platform/jobs.js";
-import { createLogger } from "../src/platform/logger.js";
-import { startWorker } from "../src/worker.js";
-import { buildCheckedApp, testConfig } from "./support/app.js";
-import { createTestDatabase, type TestDatabase } from "./support/db.js";
 import { adminHeaders, createPartner, createStoredCase } from "./support/fixtures.js";
+import { type LoggedService, startLoggedService } from "./support/logged.js";
 import { answerRfi, injectPut, listen, mintSlot, socketPut, waitFor } from "./support/rfi.js";
 
-/** Every log line of the app and its worker, at the most talkative level. */
-const lines: string[] = [];
+let service: LoggedService;
 let app: App;
 let ctx: AppContext;
-let database: TestDatabase;
-let worker: JobWorker;
+let lines: string[];
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  const config = testConfig({ logLevel: "trace" });
-  const sink = new Writable({
-    write(chunk, _encoding, callback) {
-      lines.push(String(chunk));
-      callback();
-    },
-  });
-  ctx = { config, db: database.db, log: createLogger("trace", sink), blobs: createBlobStore(config) };
-  app = await buildCheckedApp(ctx);
-  worker = await startWorker(ctx);
+  service = await startLoggedService();
+  ({ app, ctx, lines } = service);
 });
 
 afterAll(async () => {
-  await worker.stop();
-  await app.close();
-  await database.drop();
-  fs.rmSync(ctx.config.dataDir, { recursive: true, force: true });
+  await service?.close();
 });
 
 it("never writes recipients, texts, answer values or upload signatures to the logs", async () => {
