@@ -206,10 +206,24 @@ export function buildProgram(io: CliIo): Command {
   return program;
 }
 
+/** API fields sent by a flag of another name (`--decision` sends `value`), by command option. */
+const FIELD_FLAGS: ReadonlyArray<readonly [field: string, flag: string]> = [
+  ["value", "--decision"],
+  ["url", "--endpoint"],
+  ["activeSecretId", "--active-secret"],
+  ["templateId", "--template"],
+  ["fields", "--field"],
+  ["documents", "--document"],
+  ["credentials", "--credential"],
+];
+
 /** The flag of the command that sent a field, so that an API error reads in the caller's terms. */
 function flagOf(command: Command | undefined, path: string): string | undefined {
   const field = path.split(/[.[]/)[0] ?? "";
-  const flag = command?.options.find((o) => o.attributeName() === field)?.long;
+  const has = (long: string) => command?.options.some((o) => o.long === long) === true;
+  const flag =
+    command?.options.find((o) => o.attributeName() === field)?.long ??
+    FIELD_FLAGS.find(([f, long]) => f === field && has(long))?.[1];
   return flag && `${flag}${path.slice(field.length)}`;
 }
 

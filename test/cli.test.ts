@@ -242,6 +242,19 @@ describe("errors", () => {
     expect(invalid.code).toBe(1);
     expect(invalid.stderr).toMatch(/^error: HTTP 400: invalid request: scopes\[1\] must be one of: /);
     expect(invalid.stderr).toContain("  --scopes[1]: must be one of: cases:write,");
+
+    const endpoint = await cds([
+      "webhook",
+      "set",
+      "--tenant",
+      tenantId,
+      "--endpoint",
+      "ftp://example.com/hook",
+      "--secret",
+      "s1=a-signing-secret-of-enough-length",
+    ]);
+    expect(endpoint.code).toBe(1);
+    expect(endpoint.stderr).toMatch(/\n {2}--endpoint: /);
   });
 
   it("refuses a value the API would refuse in the flag's own terms, before any request", async () => {
