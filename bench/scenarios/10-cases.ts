@@ -1,34 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { sql } from "kysely";
-import type { WorkflowDefinition } from "../../src/modules/workflows/workflow.types.js";
 import type { Db } from "../../src/platform/db/index.js";
 import { startBareServer } from "../lib/bare.js";
 import { runIfMain } from "../lib/harness.js";
 import { paced } from "../lib/load.js";
 import { median, percentile, round } from "../lib/stats.js";
 import type { BenchServer, ResultRow, Scenario } from "../lib/types.js";
+import { threeNodeRules } from "../lib/workflows.js";
 
 /** Three nodes: two rules, then the decision. The submission path and the engine's common case. */
-const threeNodeRules: WorkflowDefinition = {
-  inputSchema: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
-  start: "amount",
-  nodes: [
-    {
-      id: "amount",
-      type: "rules",
-      rules: [{ when: "payload.amount > 10000", next: "review" }],
-      default: "country",
-    },
-    {
-      id: "country",
-      type: "rules",
-      rules: [{ when: "subject.person.nationality == 'KP'", next: "review" }],
-      default: "approve",
-    },
-    { id: "approve", type: "decision", decision: "approved", output: { reason: "'screened'" } },
-    { id: "review", type: "decision", decision: "in_review", output: { reason: "'manual review'" } },
-  ],
-};
 
 const submission = JSON.stringify({
   workflowId: "screen",

@@ -5,28 +5,7 @@ import { runIfMain } from "../lib/harness.js";
 import { paced } from "../lib/load.js";
 import { median, round } from "../lib/stats.js";
 import type { BenchServer, Scenario } from "../lib/types.js";
-
-/** The ordinary tenant's workflow: two rules, then the decision (as in the cases scenario). */
-const ordinaryWorkflow: WorkflowDefinition = {
-  inputSchema: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
-  start: "amount",
-  nodes: [
-    {
-      id: "amount",
-      type: "rules",
-      rules: [{ when: "payload.amount > 10000", next: "review" }],
-      default: "country",
-    },
-    {
-      id: "country",
-      type: "rules",
-      rules: [{ when: "subject.person.nationality == 'KP'", next: "review" }],
-      default: "approve",
-    },
-    { id: "approve", type: "decision", decision: "approved" },
-    { id: "review", type: "decision", decision: "in_review" },
-  ],
-};
+import { threeNodeRules } from "../lib/workflows.js";
 
 /**
  * The budget's worst case: three nodes, each a comprehension over a comprehension of the payload's
@@ -120,7 +99,7 @@ const scenario: Scenario = {
     const ordinary = await server.partner({ name: "Ordinary Bank", scopes: ["cases:write", "cases:read"] });
     const noisy = await server.partner({ name: "Noisy Bank", scopes: ["cases:write", "cases:read"] });
     for (const [partner, id, definition] of [
-      [ordinary, "ordinary", ordinaryWorkflow],
+      [ordinary, "ordinary", threeNodeRules],
       [noisy, "noisy", noisyWorkflow],
     ] as const) {
       const base = `/admin/tenants/${partner.tenantId}/workflows/${id}/versions`;
