@@ -1,8 +1,6 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
-import { installAuth } from "./modules/auth/auth.plugin.js";
 import { featureModules } from "./modules/index.js";
-import { webhooksSection } from "./modules/webhooks/webhook-events.schemas.js";
 import type { App } from "./platform/app-types.js";
 import type { AppContext } from "./platform/context.js";
 import { uuid } from "./platform/crypto.js";
@@ -46,8 +44,9 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   installErrorHandling(app);
   installBodyRules(app);
   installInputGuard(app);
-  installAuth(app, ctx);
-  await installOpenApi(app, ctx, { webhooks: webhooksSection() });
+  for (const module of featureModules) module.install?.(app, ctx);
+  const webhooks = Object.assign({}, ...featureModules.map((m) => m.openapi?.webhooks?.() ?? {}));
+  await installOpenApi(app, ctx, { webhooks });
 
   await operationsRoutes(app, ctx);
 

@@ -2,18 +2,16 @@ import { readFileSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, Help, type Option } from "commander";
 import { buildApp, buildOperationsApp } from "./app.js";
-import { ApiError, OperatorClient } from "./cli/client.js";
-import type { CliContext } from "./cli/context.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
+import { createAppContext, nodeTypesOf } from "./context.js";
 import { featureModules } from "./modules/index.js";
-import { sealStoredWebhookSecrets } from "./modules/webhooks/index.js";
 import { ensureStoredAdminToken, readStoredAdminToken } from "./platform/admin-token.js";
-import { createBlobStore } from "./platform/blobs/index.js";
-import type { AppContext } from "./platform/context.js";
+import { ApiError, OperatorClient } from "./platform/cli/client.js";
+import type { CliContext } from "./platform/cli/context.js";
 import { type Db, openDb } from "./platform/db/index.js";
 import { createLogger } from "./platform/logger.js";
 import { migrate } from "./platform/migrate.js";
-import { ensureStoredSecretKey, secretBoxOf } from "./platform/secret-box.js";
+import { ensureStoredSecretKey } from "./platform/secret-box.js";
 import { startWorker } from "./worker.js";
 
 export interface CliIo {
@@ -33,14 +31,13 @@ const processIo: CliIo = {
  * After the migrations: the key that seals stored secrets (made once in the data directory in
  * embedded mode), and the sealing of webhook secrets stored before they were sealed.
  */
-async function prepareSecrets(config: Config, db: Db, log: (message: string, fields: object) => void) {
+async function prepareSecrets(config: Config, db: Db, note: (message: string, fields: object) => void) {
   if (!config.secretKey) {
     const stored = ensureStoredSecretKey(config.dataDir);
     if (stored.created)
-      log("secret key generated; keep it with the database's backups", { file: stored.file });
+      note("secret key generated; keep it with the database's backups", { file: stored.file });
   }
-  const sealed = await sealStoredWebhookSecrets(db, secretBoxOf(config));
-  if (sealed > 0) log("webhook signing secrets sealed", { configurations: sealed });
+  for (const module of featureModules) await module.startup?.({ config, db, note });
 }
 
 async function openFor(config: Config) {
@@ -74,7 +71,7 @@ async function serve(io: CliIo, roleOverride?: Config["role"]): Promise<void> {
     const report = await migrate(db);
     if (report.applied.length > 0) log.info({ applied: report.applied }, "migrations applied");
     await prepareSecrets(config, db, (message, fields) => log.info(fields, message));
-    const ctx: AppContext = { config, db, log, blobs: createBlobStore(config) };
+    const ctx = createAppContext({ config, db, log });
     // The worker starts first: a process that listens with its worker running is ready at once.
     if (config.role !== "api") {
       // On PostgreSQL the workers get a pool of their own, so that a burst of background work
@@ -136,7 +133,7 @@ async function runMigrations(io: CliIo): Promise<void> {
 async function printOpenApi(io: CliIo): Promise<void> {
   const config = loadConfig({ ...io.env, DATABASE_URL: undefined, CDS_ADMIN_TOKEN: undefined });
   const db = await openDb({});
-  const ctx: AppContext = { config, db, log: createLogger("silent"), blobs: createBlobStore(config) };
+  const ctx = createAppContext({ config, db, log: createLogger("silent") });
   const app = await buildApp(ctx);
   try {
     await app.ready();
@@ -191,6 +188,7 @@ export function buildProgram(io: CliIo): Command {
     .action(() => printOpenApi(io));
 
   const cli: CliContext = {
+    nodeTypes: nodeTypesOf(featureModules),
     client() {
       const opts = program.opts<{ url?: string; token?: string }>();
       const config = loadConfig({ ...io.env, DATABASE_URL: undefined, CDS_ADMIN_TOKEN: undefined });

@@ -2,8 +2,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAppContext } from "../src/context.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
-import { createBlobStore } from "../src/platform/blobs/index.js";
 import { type Db, openDb } from "../src/platform/db/index.js";
 import { createLogger } from "../src/platform/logger.js";
 import { migrate } from "../src/platform/migrate.js";
@@ -11,10 +11,8 @@ import { ADMIN_TOKEN, buildCheckedApp, testConfig } from "./support/app.js";
 import { type Child, runTs } from "./support/children/process.js";
 import { createServerDatabase, SERVER_URL } from "./support/db.js";
 import { createPartner } from "./support/fixtures.js";
-import { registerProbeNode } from "./support/probe-node.js";
+import { featuresWithProbe } from "./support/probe-node.js";
 import { createWorkflow, kycSubject } from "./support/workflows.js";
-
-registerProbeNode();
 
 const CASES = 40;
 const CHAIN = 10;
@@ -89,12 +87,9 @@ describe("a worker killed with SIGKILL in the middle of workflows", () => {
     const db = await open();
     await migrate(db);
     const config = testConfig({ dataDir });
-    const app = await buildCheckedApp({
-      config,
-      db,
-      log: createLogger("silent"),
-      blobs: createBlobStore(config),
-    });
+    const app = await buildCheckedApp(
+      createAppContext({ config, db, log: createLogger("silent") }, featuresWithProbe),
+    );
     const partner = await createPartner(app);
     await createWorkflow(app, partner.tenantId, "long", longFlow);
     const caseIds: string[] = [];

@@ -4,10 +4,10 @@ import path from "node:path";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.js";
+import { createAppContext } from "../src/context.js";
 import { stepJob } from "../src/modules/engine/engine.service.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import type { App } from "../src/platform/app-types.js";
-import { createBlobStore } from "../src/platform/blobs/index.js";
 import type { AppContext } from "../src/platform/context.js";
 import { enqueue, type JobWorker } from "../src/platform/jobs.js";
 import { createLogger } from "../src/platform/logger.js";
@@ -36,7 +36,7 @@ beforeAll(async () => {
       callback();
     },
   });
-  ctx = { config, db: database.db, log: createLogger("info", sink), blobs: createBlobStore(config) };
+  ctx = createAppContext({ config, db: database.db, log: createLogger("info", sink) });
   app = await buildApp(ctx);
   url = await app.listen({ port: 0, host: "127.0.0.1" });
   worker = await startWorker(ctx);

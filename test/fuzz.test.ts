@@ -3,8 +3,8 @@ import { Writable } from "node:stream";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.js";
+import { createAppContext } from "../src/context.js";
 import type { App } from "../src/platform/app-types.js";
-import { createBlobStore } from "../src/platform/blobs/index.js";
 import type { AppContext } from "../src/platform/context.js";
 import { ERROR_CODES } from "../src/platform/errors.js";
 import { createLogger } from "../src/platform/logger.js";
@@ -46,7 +46,7 @@ beforeAll(async () => {
       callback();
     },
   });
-  ctx = { config, db: database.db, log: createLogger("error", sink), blobs: createBlobStore(config) };
+  ctx = createAppContext({ config, db: database.db, log: createLogger("error", sink) });
   app = await buildApp(ctx);
   await app.ready();
   partner = await createPartner(app);

@@ -7,9 +7,9 @@ import type { RulesNode } from "../src/modules/engine/nodes/rules.node.js";
 import type { ScoreNode } from "../src/modules/engine/nodes/score.node.js";
 import type { ProviderNode } from "../src/modules/providers/provider.node.js";
 import type { InformationRequestNode } from "../src/modules/rfi/information-request.node.js";
+import type { CompiledWorkflow } from "../src/modules/workflows/workflow.compiler.js";
 import {
   type CompiledNode,
-  type CompiledWorkflow,
   ExpressionError,
   type ExpressionVariables,
 } from "../src/modules/workflows/workflow.types.js";
@@ -39,7 +39,7 @@ async function compile(definition: unknown): Promise<CompiledWorkflow> {
     payload: definition as never,
   });
   expect(res.statusCode, res.body).toBe(201);
-  const compiled = await getCompiledWorkflow(h.ctx.db.root, tenantId, workflowId, 1);
+  const compiled = await getCompiledWorkflow(h.ctx.nodeTypes, h.ctx.db.root, tenantId, workflowId, 1);
   if (!compiled) throw new Error("the version just created did not compile");
   return compiled;
 }

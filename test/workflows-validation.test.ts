@@ -118,7 +118,13 @@ async function problemsOf(definition: unknown): Promise<Array<{ path: string; me
 it("accepts a definition using every node type, and compiles it", async () => {
   const res = await submit(full());
   expect(res.statusCode, res.body).toBe(201);
-  const compiled = await getCompiledWorkflow(h.ctx.db.root, tenantId, "checked", res.json().version);
+  const compiled = await getCompiledWorkflow(
+    h.ctx.nodeTypes,
+    h.ctx.db.root,
+    tenantId,
+    "checked",
+    res.json().version,
+  );
   expect([...(compiled?.nodes.values() ?? [])].map((n) => n.type)).toEqual([
     "rules",
     "notify",

@@ -318,47 +318,53 @@ describe("resolveSubmissionWorkflow", () => {
     await publish(tenantId, "kyc", 1);
     await publish(tenantId, "kyc", 2);
     const db = h.ctx.db.root;
-    const current = await resolveSubmissionWorkflow(db, tenantId, "kyc", undefined);
+    const current = await resolveSubmissionWorkflow(h.ctx.nodeTypes, db, tenantId, "kyc", undefined);
     expect([current.workflowId, current.version, current.definition.name]).toEqual(["kyc", 2, "screen two"]);
-    expect((await resolveSubmissionWorkflow(db, tenantId, "kyc", 1)).version).toBe(1);
-    expect(await refusal(resolveSubmissionWorkflow(db, tenantId, "kyc", 3))).toEqual({
+    expect((await resolveSubmissionWorkflow(h.ctx.nodeTypes, db, tenantId, "kyc", 1)).version).toBe(1);
+    expect(await refusal(resolveSubmissionWorkflow(h.ctx.nodeTypes, db, tenantId, "kyc", 3))).toEqual({
       code: "invalid_request",
       details: [{ path: "workflowVersion", message: "version 3 of workflow kyc is not published" }],
     });
-    expect(await refusal(resolveSubmissionWorkflow(db, tenantId, "kyc", 4))).toEqual({
+    expect(await refusal(resolveSubmissionWorkflow(h.ctx.nodeTypes, db, tenantId, "kyc", 4))).toEqual({
       code: "invalid_request",
       details: [{ path: "workflowVersion", message: "4 is not a version of workflow kyc" }],
     });
     for (const bad of [0, -1, 1.5, 2 ** 40]) {
-      expect((await refusal(resolveSubmissionWorkflow(db, tenantId, "kyc", bad))).code).toBe(
+      expect((await refusal(resolveSubmissionWorkflow(h.ctx.nodeTypes, db, tenantId, "kyc", bad))).code).toBe(
         "invalid_request",
       );
     }
     await publish(tenantId, "kyc", 3);
-    expect((await resolveSubmissionWorkflow(db, tenantId, "kyc", undefined)).version).toBe(3);
-    expect((await resolveSubmissionWorkflow(db, tenantId, "kyc", 3)).version).toBe(3);
+    expect((await resolveSubmissionWorkflow(h.ctx.nodeTypes, db, tenantId, "kyc", undefined)).version).toBe(
+      3,
+    );
+    expect((await resolveSubmissionWorkflow(h.ctx.nodeTypes, db, tenantId, "kyc", 3)).version).toBe(3);
   });
 
   it("refuses an unknown workflow, another tenant's, and one with no published version", async () => {
     const tenantId = await createTenant(h.app);
     await createOk(tenantId, "draft");
     const db = h.ctx.db.root;
-    expect(await refusal(resolveSubmissionWorkflow(db, tenantId, "nope", undefined))).toEqual({
+    expect(
+      await refusal(resolveSubmissionWorkflow(h.ctx.nodeTypes, db, tenantId, "nope", undefined)),
+    ).toEqual({
       code: "invalid_request",
       details: [{ path: "workflowId", message: '"nope" is not a workflow of this tenant' }],
     });
-    expect(await refusal(resolveSubmissionWorkflow(db, tenantId, "draft", undefined))).toEqual({
+    expect(
+      await refusal(resolveSubmissionWorkflow(h.ctx.nodeTypes, db, tenantId, "draft", undefined)),
+    ).toEqual({
       code: "invalid_request",
       details: [{ path: "workflowId", message: '"draft" has no published version yet' }],
     });
-    expect((await refusal(resolveSubmissionWorkflow(db, tenantId, "draft", 1))).details).toEqual([
-      { path: "workflowVersion", message: "version 1 of workflow draft is not published" },
-    ]);
+    expect(
+      (await refusal(resolveSubmissionWorkflow(h.ctx.nodeTypes, db, tenantId, "draft", 1))).details,
+    ).toEqual([{ path: "workflowVersion", message: "version 1 of workflow draft is not published" }]);
     await publish(tenantId, "draft", 1);
     const stranger = await createTenant(h.app, "Other Bank");
-    expect((await refusal(resolveSubmissionWorkflow(db, stranger, "draft", undefined))).details).toEqual([
-      { path: "workflowId", message: '"draft" is not a workflow of this tenant' },
-    ]);
+    expect(
+      (await refusal(resolveSubmissionWorkflow(h.ctx.nodeTypes, db, stranger, "draft", undefined))).details,
+    ).toEqual([{ path: "workflowId", message: '"draft" is not a workflow of this tenant' }]);
   });
 
   it("works inside a transaction", async () => {
@@ -366,7 +372,8 @@ describe("resolveSubmissionWorkflow", () => {
     await createOk(tenantId, "kyc");
     await publish(tenantId, "kyc", 1);
     const version = await h.ctx.db.transaction(
-      async (tx) => (await resolveSubmissionWorkflow(tx, tenantId, "kyc", undefined)).version,
+      async (tx) =>
+        (await resolveSubmissionWorkflow(h.ctx.nodeTypes, tx, tenantId, "kyc", undefined)).version,
     );
     expect(version).toBe(1);
   });
@@ -377,14 +384,16 @@ describe("getCompiledWorkflow", () => {
     const tenantId = await createTenant(h.app);
     await createOk(tenantId, "kyc", definition("draft"));
     const db = h.ctx.db.root;
-    const compiled = await getCompiledWorkflow(db, tenantId, "kyc", 1);
+    const compiled = await getCompiledWorkflow(h.ctx.nodeTypes, db, tenantId, "kyc", 1);
     expect(compiled?.definition.name).toBe("screen draft");
     expect(compiled?.start).toBe("screen");
     expect([...(compiled?.nodes.keys() ?? [])]).toEqual(["screen", "review", "approve"]);
-    expect(await getCompiledWorkflow(db, tenantId, "kyc", 1)).toBe(compiled);
-    expect(await getCompiledWorkflow(db, tenantId, "kyc", 2)).toBeUndefined();
-    expect(await getCompiledWorkflow(db, tenantId, "nope", 1)).toBeUndefined();
-    expect(await getCompiledWorkflow(db, await createTenant(h.app, "Other Bank"), "kyc", 1)).toBeUndefined();
-    expect(await getCompiledWorkflow(db, tenantId, "kyc", 0)).toBeUndefined();
+    expect(await getCompiledWorkflow(h.ctx.nodeTypes, db, tenantId, "kyc", 1)).toBe(compiled);
+    expect(await getCompiledWorkflow(h.ctx.nodeTypes, db, tenantId, "kyc", 2)).toBeUndefined();
+    expect(await getCompiledWorkflow(h.ctx.nodeTypes, db, tenantId, "nope", 1)).toBeUndefined();
+    expect(
+      await getCompiledWorkflow(h.ctx.nodeTypes, db, await createTenant(h.app, "Other Bank"), "kyc", 1),
+    ).toBeUndefined();
+    expect(await getCompiledWorkflow(h.ctx.nodeTypes, db, tenantId, "kyc", 0)).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { OperatorClient } from "../../src/cli/client.js";
+import { OperatorClient } from "../../src/platform/cli/client.js";
 import { randomBase62 } from "../../src/platform/crypto.js";
 import { type Db, openDb } from "../../src/platform/db/index.js";
 import { createDatabase } from "./database.js";

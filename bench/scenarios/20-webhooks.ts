@@ -5,10 +5,10 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { configWith } from "../../src/config.js";
+import { createAppContext } from "../../src/context.js";
 import { emitEvent, type NewEvent } from "../../src/modules/events/events.js";
 import { insertTenant } from "../../src/modules/tenants/tenants.repo.js";
 import { upsertWebhookConfig } from "../../src/modules/webhooks/webhook-configs.repo.js";
-import { createBlobStore } from "../../src/platform/blobs/index.js";
 import { uuid } from "../../src/platform/crypto.js";
 import { openDb } from "../../src/platform/db/index.js";
 import { createLogger } from "../../src/platform/logger.js";
@@ -113,7 +113,7 @@ async function inProcessRig(): Promise<Rig> {
   const config = configWith({ dataDir, adminToken: "bench-admin-token-0123456789", logLevel: "warn" });
   const db = await openDb({ dataDir });
   await migrate(db);
-  const ctx = { config, db, log: createLogger(config.logLevel), blobs: createBlobStore(config) };
+  const ctx = createAppContext({ config, db, log: createLogger(config.logLevel) });
   const worker = await startWorker(ctx);
   return {
     database: "pglite (workers in the bench process)",

@@ -1,7 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import type { Config } from "../config.js";
 import { sha256 } from "./crypto.js";
 
 /**
@@ -115,14 +114,20 @@ export function createSecretBox(key: Buffer): SecretBox {
   };
 }
 
-const boxes = new WeakMap<Config, SecretBox>();
+/** Where a process's secret key comes from: the configuration's `secretKey` and `dataDir`. */
+export interface SecretKeySource {
+  readonly secretKey?: string | undefined;
+  readonly dataDir: string;
+}
+
+const boxes = new WeakMap<SecretKeySource, SecretBox>();
 
 /**
  * The box of a configuration: `CDS_SECRET_KEY` when set, else (embedded mode; the configuration
  * refuses a PostgreSQL URL without the key) the key kept in the data directory. Made once per
  * configuration.
  */
-export function secretBoxOf(config: Config): SecretBox {
+export function secretBoxOf(config: SecretKeySource): SecretBox {
   let box = boxes.get(config);
   if (!box) {
     const key = config.secretKey

@@ -3,8 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { buildApp } from "../../src/app.js";
 import { type Config, configWith } from "../../src/config.js";
+import { createAppContext } from "../../src/context.js";
 import type { App } from "../../src/platform/app-types.js";
-import { createBlobStore } from "../../src/platform/blobs/index.js";
 import type { AppContext } from "../../src/platform/context.js";
 import type { JobWorker } from "../../src/platform/jobs.js";
 import { createLogger } from "../../src/platform/logger.js";
@@ -48,12 +48,7 @@ export async function buildCheckedApp(ctx: AppContext): Promise<App> {
 export async function createTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const config = testConfig(overrides);
-  const ctx: AppContext = {
-    config,
-    db: database.db,
-    log: createLogger(config.logLevel),
-    blobs: createBlobStore(config),
-  };
+  const ctx = createAppContext({ config, db: database.db, log: createLogger(config.logLevel) });
   const app = await buildCheckedApp(ctx);
   await app.ready();
   const workers: JobWorker[] = [];

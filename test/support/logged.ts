@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import { Writable } from "node:stream";
+import { createAppContext } from "../../src/context.js";
 import type { App } from "../../src/platform/app-types.js";
-import { createBlobStore } from "../../src/platform/blobs/index.js";
 import type { AppContext } from "../../src/platform/context.js";
 import type { JobWorker } from "../../src/platform/jobs.js";
 import { createLogger } from "../../src/platform/logger.js";
@@ -29,12 +29,7 @@ export async function startLoggedService(): Promise<LoggedService> {
       callback();
     },
   });
-  const ctx: AppContext = {
-    config,
-    db: database.db,
-    log: createLogger("trace", sink),
-    blobs: createBlobStore(config),
-  };
+  const ctx = createAppContext({ config, db: database.db, log: createLogger("trace", sink) });
   const app = await buildCheckedApp(ctx);
   const worker = await startWorker(ctx);
   return {

@@ -1,11 +1,11 @@
+import { featureModules } from "../../src/modules/index.js";
 import {
   describeEnd,
   fieldReferences,
   type NodeType,
-  nodeTypeOf,
-  registerNodeTypes,
   schemaRef,
 } from "../../src/modules/workflows/node-type.js";
+import type { FeatureModule } from "../../src/platform/app-types.js";
 
 interface ProbeNode {
   id: string;
@@ -41,6 +41,8 @@ export const probeNode: NodeType<ProbeNode> = {
 /** The cases the probe was called for, in this process. */
 export const probeCalls: string[] = [];
 
-export function registerProbeNode(): void {
-  if (!nodeTypeOf("probe")) registerNodeTypes(probeNode as unknown as NodeType);
-}
+/** The service's features and a test feature bringing the probe node type. */
+export const featuresWithProbe: readonly FeatureModule[] = [
+  ...featureModules,
+  { name: "probe", nodeTypes: [probeNode as unknown as NodeType] },
+];

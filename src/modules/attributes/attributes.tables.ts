@@ -8,7 +8,11 @@ export interface CustomerAttributesTable {
   updated_at: UpdatedAt;
 }
 
-/** Row types of this feature's tables (joined into the Database type in modules/tables.ts). */
+/** Row types of this module's tables, added to the platform's Database type below. */
 export interface AttributesTables {
   customer_attributes: CustomerAttributesTable;
+}
+
+declare module "../../platform/db/schema.js" {
+  interface Database extends AttributesTables {}
 }

@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { type CliContext, list } from "../../cli/context.js";
+import { type CliContext, list } from "../../platform/cli/context.js";
 import { SCOPES } from "./scopes.js";
 
 // Commander replaces an option value of null with "", so "unlimited" stays a word until the body is built.

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { type Command, Option } from "commander";
-import { type CliContext, positiveInt } from "../../cli/context.js";
+import { type CliContext, positiveInt } from "../../platform/cli/context.js";
 import { describeTrace, type TraceEntry } from "../engine/index.js";
 import { CASE_STATUSES, CASE_TYPES, DECISION_VALUES } from "./case-status.js";
 
@@ -30,7 +30,7 @@ async function describeCase(cli: CliContext, record: AdminCase): Promise<string[
     `Case ${record.caseId}${record.dryRun ? " (dry run)" : ""}: ${record.type}, tenant ${record.tenantId}`,
     `Workflow ${record.workflowId} version ${record.workflowVersion}`,
     "",
-    ...describeTrace(record.trace, version?.definition),
+    ...describeTrace(cli.nodeTypes, record.trace, version?.definition),
     "",
   ];
   const decision = record.result.decision;

@@ -1,8 +1,8 @@
 import { type Selectable, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
 import type { Executor } from "../../platform/db/index.js";
-import type { CasesTable } from "../../platform/db/schema.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
+import type { CasesTable } from "./cases.tables.js";
 
 export type CaseRow = Selectable<CasesTable>;
 

@@ -9,7 +9,7 @@ import { listCaseInformationRequests } from "../rfi/rfi.service.js";
 import { listCaseTags } from "../tags/tags.repo.js";
 import { toTagView } from "../tags/tags.service.js";
 import { requireTenant } from "../tenants/tenants.service.js";
-import type { CompiledWorkflow } from "../workflows/workflow.types.js";
+import type { CompiledWorkflow } from "../workflows/index.js";
 import {
   checkTenantRequirements,
   getCompiledWorkflow,
@@ -123,12 +123,25 @@ export async function submissionProblems(
   let load: (() => Promise<CompiledWorkflow>) | undefined;
   if (workflow) {
     load = async () => {
-      const wf = await getCompiledWorkflow(ctx.db.root, tenantId, workflow.workflowId, workflow.version);
+      const wf = await getCompiledWorkflow(
+        ctx.nodeTypes,
+        ctx.db.root,
+        tenantId,
+        workflow.workflowId,
+        workflow.version,
+      );
       if (!wf) throw notFound("workflow version");
       return wf;
     };
   } else if (typeof b.workflowId === "string" && (version === undefined || Number.isInteger(version))) {
-    load = () => resolveSubmissionWorkflow(ctx.db.root, tenantId, b.workflowId as string, version as number);
+    load = () =>
+      resolveSubmissionWorkflow(
+        ctx.nodeTypes,
+        ctx.db.root,
+        tenantId,
+        b.workflowId as string,
+        version as number,
+      );
   }
   return (await collect(ctx, input, load)).problems;
 }
@@ -202,7 +215,7 @@ export async function submitCase(
     if (existing) return { created: false, body: submissionBody(existing) };
   }
   const prepared = await prepare(ctx, input, () =>
-    resolveSubmissionWorkflow(ctx.db.root, tenantId, input.workflowId, input.workflowVersion),
+    resolveSubmissionWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, input.workflowId, input.workflowVersion),
   );
   const kase = await insertAndStart(ctx, tenantId, input, prepared, requestId, false);
   if (kase)
@@ -230,7 +243,7 @@ export async function dryRunCase(
   options: { wait?: boolean } = {},
 ): Promise<AdminCaseRecordView> {
   await requireTenant(ctx.db.root, tenantId);
-  const wf = await getCompiledWorkflow(ctx.db.root, tenantId, workflowId, version);
+  const wf = await getCompiledWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, workflowId, version);
   if (!wf) throw notFound(`version ${version} of workflow ${workflowId}`);
   await checkTenantRequirements(ctx.db.root, tenantId, wf);
   const full = { ...input, workflowId, workflowVersion: version };

@@ -56,7 +56,7 @@ async function traceOf(ctx: AppContext, record: CaseRecordView, tenantId: string
     startedAt: entry.startedAt,
     output: entry.output,
     next: entry.next,
-    facts: describeTrace([entry], version?.definition as JsonObject | undefined)
+    facts: describeTrace(ctx.nodeTypes, [entry], version?.definition as JsonObject | undefined)
       .slice(1)
       .map((line) => line.trim()),
   }));

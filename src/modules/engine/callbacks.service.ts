@@ -1,7 +1,6 @@
 import type { AppContext } from "../../platform/context.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { findCase } from "../cases/cases.repo.js";
-import { nodeTypeOf } from "../workflows/node-type.js";
 import { listOpenWaits } from "./engine.repo.js";
 import { workflowOf } from "./engine.service.js";
 import { CALLBACK_WAIT } from "./nodes/external-callback.node.js";
@@ -73,11 +72,11 @@ export async function listPausedNodes(
   if (!row) throw notFound("case");
   const waits = await listOpenWaits(ctx.db.root, tenantId, caseId);
   if (waits.length === 0) return [];
-  const wf = await workflowOf(ctx.db.root, row);
+  const wf = await workflowOf(ctx.nodeTypes, ctx.db.root, row);
   const paused: PausedNode[] = [];
   for (const w of waits) {
     const node = wf.nodes.get(w.node_id);
-    const view = node && nodeTypeOf(node.type)?.pending?.(node, openWait(w));
+    const view = node && wf.nodeTypes.of(node.type)?.pending?.(node, openWait(w));
     if (!view) continue;
     paused.push({
       nodeId: w.node_id,

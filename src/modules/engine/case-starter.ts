@@ -121,7 +121,7 @@ export class CaseStarter {
     const planned: Planned[] = [];
     for (const row of rows) {
       if (row.current_node_id === null) continue;
-      const wf = await workflowOf(tx, row);
+      const wf = await workflowOf(this.ctx.nodeTypes, tx, row);
       planned.push(
         await runChain(this.ctx, tx, row, wf, {
           seq: row.step_seq + 1,

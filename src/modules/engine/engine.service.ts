@@ -13,19 +13,15 @@ import { getAttributesOf } from "../attributes/attributes.repo.js";
 import { type CaseStatus, type DecisionEntry, isInFlight } from "../cases/case-status.js";
 import { type CaseRow, findCase, lockCase, lockCases } from "../cases/cases.repo.js";
 import { emitEvents, type NewEvent } from "../events/events.js";
+import type { CompiledWorkflow, NodeTypes } from "../workflows/index.js";
 import {
   type CompiledNode,
   type NodeCase,
   NodeEvaluationError,
   type NodeOutcome,
   type NodeType,
-  requireNodeType,
 } from "../workflows/node-type.js";
-import {
-  type CompiledWorkflow,
-  ExpressionError,
-  type ExpressionVariables,
-} from "../workflows/workflow.types.js";
+import { ExpressionError, type ExpressionVariables } from "../workflows/workflow.types.js";
 import { getCompiledWorkflow } from "../workflows/workflows.service.js";
 import { caseFailedEvent, decisionEvent, type ResultEnvelope } from "./engine.events.js";
 import { type CaseState, type CaseWrite, type NewStep, writeSteps } from "./engine.repo.js";
@@ -67,8 +63,8 @@ export function stepJob(tenantId: string, caseId: string, seq: number, nodeId: s
 }
 
 /** A case's workflow version, compiled; a missing one is an internal inconsistency. */
-export async function workflowOf(tx: Executor, row: CaseRow): Promise<CompiledWorkflow> {
-  const wf = await getCompiledWorkflow(tx, row.tenant_id, row.workflow_id, row.workflow_version);
+export async function workflowOf(types: NodeTypes, tx: Executor, row: CaseRow): Promise<CompiledWorkflow> {
+  const wf = await getCompiledWorkflow(types, tx, row.tenant_id, row.workflow_id, row.workflow_version);
   if (!wf) {
     throw new Error(
       `workflow ${row.workflow_id} version ${row.workflow_version} of case ${row.id} is missing`,
@@ -80,7 +76,7 @@ export async function workflowOf(tx: Executor, row: CaseRow): Promise<CompiledWo
 export function nodeOf(wf: CompiledWorkflow, nodeId: string): { node: CompiledNode; type: NodeType } {
   const node = wf.nodes.get(nodeId);
   if (!node) throw new Error(`node ${nodeId} is not in workflow ${wf.workflowId} v${wf.version}`);
-  return { node, type: requireNodeType(node.type) };
+  return { node, type: wf.nodeTypes.require(node.type) };
 }
 
 export function stateOf(row: CaseRow): CaseState {
@@ -386,7 +382,7 @@ export async function runSteps(
   for (const { payload: step } of jobs) {
     const row = rows.get(step.caseId);
     if (!isCurrentStep(row, step)) continue;
-    const wf = await workflowOf(tx, row);
+    const wf = await workflowOf(ctx.nodeTypes, tx, row);
     planned.push(
       await runChain(ctx, tx, row, wf, {
         seq: step.seq,
@@ -421,7 +417,7 @@ export async function runCallStep(ctx: AppContext, job: ClaimedJob<StepPayload>)
   const step = job.payload;
   const before = await findCase(ctx.db.root, step.tenantId, step.caseId);
   if (!isCurrentStep(before, step)) return;
-  const wf = await workflowOf(ctx.db.root, before);
+  const wf = await workflowOf(ctx.nodeTypes, ctx.db.root, before);
   const { node, type } = nodeOf(wf, step.nodeId);
   const attributes = (await getAttributesOf(ctx.db.root, [before])).get(before.id) ?? {};
   const vars = variablesOf(before, attributes, before.node_outputs);

@@ -37,8 +37,12 @@ export interface CaseWaitsTable {
   created_at: CreatedAt;
 }
 
-/** Row types of the engine's tables (joined into the Database type in modules/tables.ts). */
+/** Row types of this module's tables, added to the platform's Database type below. */
 export interface EngineTables {
   case_steps: CaseStepsTable;
   case_waits: CaseWaitsTable;
+}
+
+declare module "../../platform/db/schema.js" {
+  interface Database extends EngineTables {}
 }

@@ -2,7 +2,7 @@ import type { FeatureModule } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Tx } from "../../platform/db/index.js";
 import type { ClaimedJob, JobHandler } from "../../platform/jobs.js";
-import { registerNodeTypes } from "../workflows/node-type.js";
+import { CaseStarter } from "./case-starter.js";
 import { engineRoutes } from "./engine.routes.js";
 import {
   CALL_JOB,
@@ -16,8 +16,6 @@ import {
 } from "./engine.service.js";
 import { engineNodeTypes } from "./nodes/index.js";
 import { failStrandedCase, resumeWait, TIMEOUT } from "./resume.js";
-
-registerNodeTypes(...engineNodeTypes);
 
 export { findOpenWaitsByRef, type WaitLookup, type WaitRow } from "./engine.repo.js";
 export type { ResumeResult } from "./resume.js";
@@ -36,6 +34,8 @@ async function giveUpStep(ctx: AppContext, job: ClaimedJob, attempts: number, tx
 
 export const engineModule: FeatureModule = {
   name: "engine",
+  nodeTypes: [...engineNodeTypes],
+  background: (ctx) => [new CaseStarter(ctx)],
   routes: engineRoutes,
   jobs(ctx): JobHandler[] {
     return [
@@ -67,5 +67,7 @@ export const engineModule: FeatureModule = {
     ];
   },
 };
-export { CaseStarter, START_NOTIFICATION } from "./case-starter.js";
+export { START_NOTIFICATION } from "./case-starter.js";
 export { caseTrace, describeTrace, type TraceEntry } from "./trace.js";
+/** Runs new cases as they are accepted, each claimed from the cases table itself (decision 0011). */
+export { CaseStarter };

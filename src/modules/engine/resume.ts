@@ -58,7 +58,7 @@ export async function resumeWait(
   if (options.refuseExpired && wait.expires_at && wait.expires_at.getTime() <= Date.now()) {
     return { status: "expired", wait };
   }
-  const wf = await workflowOf(tx, row);
+  const wf = await workflowOf(ctx.nodeTypes, tx, row);
   const { node, type } = nodeOf(wf, wait.node_id);
   if (!type.resume) throw new Error(`node type ${node.type} opened wait ${wait.id} but cannot resume`);
   const outcome = type.resume(node, resolution, openWait(wait));
@@ -124,7 +124,8 @@ export async function failStrandedCase(
     caseId: row.id,
     nodeId,
     // The workflow may be what is wrong with the case: the step is recorded without it then.
-    nodeType: (await workflowOf(tx, row).catch(() => undefined))?.nodes.get(nodeId)?.type ?? "unknown",
+    nodeType:
+      (await workflowOf(ctx.nodeTypes, tx, row).catch(() => undefined))?.nodes.get(nodeId)?.type ?? "unknown",
     status: "failed" as const,
     output: null,
     nextNodeId: null,

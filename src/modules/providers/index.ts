@@ -1,6 +1,5 @@
 import type { FeatureModule } from "../../platform/app-types.js";
 import type { JobHandler } from "../../platform/jobs.js";
-import { registerNodeTypes } from "../workflows/node-type.js";
 import { actionsRoutes } from "./actions.routes.js";
 import { providerNode } from "./provider.node.js";
 import { providerConfigsRoutes } from "./provider-configs.routes.js";
@@ -11,14 +10,13 @@ import { vendorPollHandler } from "./vendor-poll.job.js";
 
 export { getProviderConfigs } from "./provider-configs.service.js";
 
-registerNodeTypes(providerNode);
-
 /**
  * Verification providers (brokers, contract section 5): the `provider` node, pending and durable
  * actions (endpoints 5 to 7), operator configuration, vendors' inbound events, the simulators.
  */
 export const providersModule: FeatureModule = {
   name: "providers",
+  nodeTypes: [providerNode],
   async routes(app, ctx) {
     actionsRoutes(app, ctx);
     providerConfigsRoutes(app, ctx);

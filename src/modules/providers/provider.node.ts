@@ -14,10 +14,18 @@ import type { StartResult } from "./broker.js";
 import { problemsOf } from "./broker-schemas.js";
 import { BROKERS, brokerOf } from "./brokers/index.js";
 import { requireOpenedConfig } from "./provider-configs.service.js";
+import {
+  RETRY_REQUESTED,
+  type RetryRequest,
+  VENDOR_RESULT,
+  type VendorResultOutput,
+} from "./provider-resolutions.js";
 import { configuredBrokers, insertRun } from "./providers.repo.js";
 import { caseSubjectOf, openSession, runIdOf, traceCall } from "./providers.service.js";
 import { type CallRecord, VendorError } from "./vendor-http.js";
 import { pollTime, schedulePoll } from "./vendor-poll.job.js";
+
+export { RETRY_REQUESTED, type RetryRequest, VENDOR_RESULT, type VendorResultOutput };
 
 /**
  * The `provider` node (contract section 5): runs a broker. Its vendor calls are the node's
@@ -40,27 +48,11 @@ export interface ProviderNode {
 }
 
 export const PROVIDER_WAIT = "provider";
-/** Resolutions the providers module reports to `resumeWait`. */
-export const VENDOR_RESULT = "vendor_result";
-export const RETRY_REQUESTED = "retry_requested";
 export const DEFAULT_PROVIDER_EXPIRES_IN_SECONDS = 86_400;
 
 export type CallResult =
   | { ok: true; runId: string; result: StartResult; calls: CallRecord[] }
   | { ok: false; runId: string; error: string; calls: CallRecord[] };
-
-/** A vendor asked the applicant to try again: the node stays paused and says so. */
-export interface RetryRequest {
-  tenantId: string;
-  caseId: string;
-  payloadType: string;
-  output: Record<string, unknown>;
-}
-
-export interface VendorResultOutput {
-  output: Record<string, unknown>;
-  calls: ReturnType<typeof traceCall>[];
-}
 
 /** `node.notification` of a provider node, with the pending handle in its output. */
 export function providerNotification(

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { type CliContext, positiveInt } from "../../cli/context.js";
+import { type CliContext, positiveInt } from "../../platform/cli/context.js";
 import {
   OPENSANCTIONS_SIMULATOR_DEFAULTS,
   OpenSanctionsSimulator,

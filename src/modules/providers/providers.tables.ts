@@ -68,10 +68,14 @@ export interface ProviderEventsTable {
   outcome: string | null;
 }
 
-/** Row types of the providers' tables (joined into the Database type in modules/tables.ts). */
+/** Row types of this module's tables, added to the platform's Database type below. */
 export interface ProvidersTables {
   provider_configs: ProviderConfigsTable;
   provider_runs: ProviderRunsTable;
   provider_calls: ProviderCallsTable;
   provider_events: ProviderEventsTable;
+}
+
+declare module "../../platform/db/schema.js" {
+  interface Database extends ProvidersTables {}
 }

@@ -7,13 +7,13 @@ import { secretBoxOf } from "../../platform/secret-box.js";
 import { resumeWait } from "../engine/index.js";
 import type { Broker, EventVerdict, VendorEvent } from "./broker.js";
 import { brokerOf } from "./brokers/index.js";
+import { openConfig } from "./provider-configs.service.js";
 import {
   RETRY_REQUESTED,
   type RetryRequest,
   VENDOR_RESULT,
   type VendorResultOutput,
-} from "./provider.node.js";
-import { openConfig } from "./provider-configs.service.js";
+} from "./provider-resolutions.js";
 import {
   findEvent,
   findProviderConfigByInboundToken,

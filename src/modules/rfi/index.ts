@@ -1,5 +1,4 @@
 import type { FeatureModule } from "../../platform/app-types.js";
-import { registerNodeTypes } from "../workflows/node-type.js";
 import { informationRequestNode } from "./information-request.node.js";
 import { rfiAdminRoutes } from "./rfi.admin.routes.js";
 import { rfiCli } from "./rfi.cli.js";
@@ -7,10 +6,9 @@ import { rfiJobs } from "./rfi.jobs.js";
 import { rfiRoutes } from "./rfi.routes.js";
 import { uploadRoutes } from "./uploads.routes.js";
 
-registerNodeTypes(informationRequestNode);
-
 export const rfiModule: FeatureModule = {
   name: "rfi",
+  nodeTypes: [informationRequestNode],
   async routes(app, ctx) {
     rfiRoutes(app, ctx);
     rfiAdminRoutes(app, ctx);

@@ -9,7 +9,10 @@ import {
 import { compileText } from "../workflows/workflow.expressions.js";
 import { LIMITS } from "../workflows/workflow.schema.js";
 import type { CompiledExpression } from "../workflows/workflow.types.js";
+import { RFI_WAIT } from "./rfi.limits.js";
 import { NodeRfiError, raiseRfiFromNode } from "./rfi.node.js";
+
+export { RFI_WAIT };
 
 /** Raises an information request; with `awaitResponse` pauses until it is answered, cancelled or expires. */
 export interface InformationRequestNode {
@@ -30,7 +33,6 @@ export interface InformationRequestNode {
 }
 
 /** The kind of the waits of this node type; they are found again by the request's id. */
-export const RFI_WAIT = "rfi";
 
 /** How a request a node waits on ended: the resolution `resumeWait` is given. */
 export type RfiOutcome = "answered" | "expired" | "cancelled";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { type CliContext, list } from "../../cli/context.js";
+import { type CliContext, list } from "../../platform/cli/context.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 

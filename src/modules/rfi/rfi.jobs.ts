@@ -2,7 +2,7 @@ import type { AppContext } from "../../platform/context.js";
 import type { Executor } from "../../platform/db/index.js";
 import { enqueue, type JobHandler, RescheduleJob } from "../../platform/jobs.js";
 import { resumeWait } from "../engine/index.js";
-import { RFI_WAIT } from "./information-request.node.js";
+import { RFI_WAIT } from "./rfi.limits.js";
 import { closeRequest, findRequest, type RfiRow } from "./rfi.repo.js";
 
 export const EXPIRE_RFI_JOB = "rfi.expire";

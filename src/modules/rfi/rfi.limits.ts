@@ -30,3 +30,6 @@ export const FIELD_KEY_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, "utf8");
 }
+
+/** The kind of the engine wait an information request node pauses on. */
+export const RFI_WAIT = "rfi";

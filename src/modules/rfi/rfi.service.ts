@@ -4,10 +4,9 @@ import type { Executor, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { isCaseStatus, isTerminal } from "../cases/case-status.js";
 import { resumeWait } from "../engine/index.js";
-import { RFI_WAIT } from "./information-request.node.js";
 import { emitRequested } from "./rfi.events.js";
 import { scheduleExpiry } from "./rfi.jobs.js";
-import { RFI_LIMITS } from "./rfi.limits.js";
+import { RFI_LIMITS, RFI_WAIT } from "./rfi.limits.js";
 import {
   type CaseFacts,
   closeRequest,

@@ -64,9 +64,13 @@ export interface RfiCaseUploadBudgetsTable {
   slots_minted: number;
 }
 
-/** Row types of this feature's tables (joined into the Database type in modules/tables.ts). */
+/** Row types of this module's tables, added to the platform's Database type below. */
 export interface RfiTables {
   information_requests: InformationRequestsTable;
   rfi_upload_slots: RfiUploadSlotsTable;
   rfi_case_upload_budgets: RfiCaseUploadBudgetsTable;
+}
+
+declare module "../../platform/db/schema.js" {
+  interface Database extends RfiTables {}
 }

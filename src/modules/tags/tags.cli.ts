@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { CliContext } from "../../cli/context.js";
+import type { CliContext } from "../../platform/cli/context.js";
 
 export function tagsCli(program: Command, cli: CliContext): void {
   const option = program.command("tag-option").description("a tenant's tag vocabulary");

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { CliContext } from "../../cli/context.js";
+import type { CliContext } from "../../platform/cli/context.js";
 import { ROLES } from "./roles.js";
 
 export function usersCli(program: Command, cli: CliContext): void {

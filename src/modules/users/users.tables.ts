@@ -42,10 +42,14 @@ export interface ConsoleAuditTable {
   at: CreatedAt;
 }
 
-/** Row types of this feature's tables (joined into the Database type in modules/tables.ts). */
+/** Row types of this module's tables, added to the platform's Database type below. */
 export interface UsersTables {
   console_users: ConsoleUsersTable;
   console_sessions: ConsoleSessionsTable;
   console_signin_failures: ConsoleSigninFailuresTable;
   console_audit: ConsoleAuditTable;
+}
+
+declare module "../../platform/db/schema.js" {
+  interface Database extends UsersTables {}
 }

@@ -1,7 +1,11 @@
 import { type Selectable, sql } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
-import type { WebhookSecret } from "../../platform/db/schema.js";
-import type { DeliveryStatus, WebhookAttemptsTable, WebhookDeliveriesTable } from "./webhooks.tables.js";
+import type {
+  DeliveryStatus,
+  WebhookAttemptsTable,
+  WebhookDeliveriesTable,
+  WebhookSecret,
+} from "./webhooks.tables.js";
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type AttemptRow = Selectable<WebhookAttemptsTable>;

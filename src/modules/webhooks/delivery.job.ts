@@ -2,7 +2,6 @@ import { SECRET_ID_HEADER, SIGNATURE_HEADER, signWebhookBody } from "@case-decis
 import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Db } from "../../platform/db/index.js";
-import type { WebhookSecret } from "../../platform/db/schema.js";
 import { type PlainJobHandler, RescheduleJob } from "../../platform/jobs.js";
 import { webhookAttempts } from "../../platform/metrics.js";
 import { type SecretBox, secretBoxOf } from "../../platform/secret-box.js";
@@ -18,6 +17,7 @@ import { DeliveryGate } from "./delivery-gate.js";
 import { DELIVERY_JOB, type DeliveryJobPayload } from "./delivery-queue.js";
 import { sendWebhook } from "./http-sender.js";
 import { openSecrets } from "./webhook-secrets.js";
+import type { WebhookSecret } from "./webhooks.tables.js";
 
 const USER_AGENT = "case-decisioning-webhooks/1.0";
 

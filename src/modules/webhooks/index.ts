@@ -1,9 +1,11 @@
 import type { FeatureModule } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
-import type { JobHandler } from "../../platform/jobs.js";
+import { type JobHandler, JobWorker } from "../../platform/jobs.js";
+import { secretBoxOf } from "../../platform/secret-box.js";
 import { deliveriesRoutes } from "./deliveries.routes.js";
 import { deliveryHandler } from "./delivery.job.js";
 import { webhookConfigsRoutes } from "./webhook-configs.routes.js";
+import { webhooksSection } from "./webhook-events.schemas.js";
 import { webhooksCli } from "./webhooks.cli.js";
 
 export {
@@ -13,18 +15,36 @@ export {
   hostOf,
   isPrivateAddress,
 } from "./target-safety.js";
-export { sealStoredWebhookSecrets } from "./webhook-secrets.js";
+
+import { sealStoredWebhookSecrets } from "./webhook-secrets.js";
+
+/** Seals webhook signing secrets stored before they were sealed; the number of configurations. */
+export { sealStoredWebhookSecrets };
 
 /**
- * Webhook delivery runs on a worker of its own (see src/worker.ts), never on the general one:
- * its attempts wait on partners' endpoints, and must not take the slots of workflow steps.
+ * The handlers of webhook delivery, which runs on a worker of its own (`background` below), never
+ * on the general one: its attempts wait on partners' endpoints, and must not take the slots of
+ * workflow steps.
  */
 export function webhookDeliveryHandlers(ctx: AppContext): JobHandler[] {
   return [deliveryHandler(ctx)];
 }
 
+/** Webhook endpoints, their secrets, delivery of events and its log. */
 export const webhooksModule: FeatureModule = {
   name: "webhooks",
+  openapi: { webhooks: webhooksSection },
+  background: (ctx, options) => [
+    new JobWorker(ctx.db, webhookDeliveryHandlers(ctx), {
+      ...options,
+      concurrency: ctx.config.webhookConcurrency,
+      ...(options.workerId ? { workerId: `${options.workerId}/webhooks` } : {}),
+    }),
+  ],
+  async startup({ db, config, note }) {
+    const sealed = await sealStoredWebhookSecrets(db, secretBoxOf(config));
+    if (sealed > 0) note("webhook signing secrets sealed", { configurations: sealed });
+  },
   routes: (app, ctx) => {
     webhookConfigsRoutes(app, ctx);
     deliveriesRoutes(app, ctx);

@@ -1,6 +1,6 @@
 import { type Selectable, sql } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
-import type { WebhookConfigsTable, WebhookSecret } from "../../platform/db/schema.js";
+import type { WebhookConfigsTable, WebhookSecret } from "./webhooks.tables.js";
 
 export type WebhookConfigRow = Selectable<WebhookConfigsTable>;
 

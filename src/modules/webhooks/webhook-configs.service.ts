@@ -1,5 +1,4 @@
 import type { AppContext } from "../../platform/context.js";
-import type { WebhookSecret } from "../../platform/db/schema.js";
 import { badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { secretBoxOf } from "../../platform/secret-box.js";
 import { requireTenant } from "../tenants/tenants.service.js";
@@ -12,6 +11,7 @@ import {
   type WebhookConfigRow,
 } from "./webhook-configs.repo.js";
 import { openSecrets, sealSecrets } from "./webhook-secrets.js";
+import type { WebhookSecret } from "./webhooks.tables.js";
 
 export const WEBHOOK_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const SECRET_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;

@@ -1,6 +1,6 @@
 import type { Db } from "../../platform/db/index.js";
-import type { WebhookSecret } from "../../platform/db/schema.js";
 import type { SecretBox } from "../../platform/secret-box.js";
+import type { WebhookSecret } from "./webhooks.tables.js";
 
 /**
  * Webhook signing secrets are stored sealed (AES-256-GCM, see platform/secret-box.ts), each

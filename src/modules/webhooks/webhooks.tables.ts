@@ -1,5 +1,24 @@
 import type { Generated } from "kysely";
-import type { CreatedAt, Timestamp } from "../../platform/db/schema.js";
+import type { CreatedAt, Json, Timestamp, UpdatedAt } from "../../platform/db/schema.js";
+
+export interface WebhookSecret {
+  id: string;
+  secret: string;
+}
+
+export interface WebhookConfigsTable {
+  tenant_id: string;
+  webhook_key: string;
+  url: string;
+  secrets: Json<WebhookSecret[]>;
+  /** False only for rows stored before secrets were sealed, until the next start seals them. */
+  secrets_sealed: Generated<boolean>;
+  active_secret_id: string | null;
+  max_attempts: number;
+  timeout_ms: number;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
 
 export type DeliveryStatus = "pending" | "succeeded" | "failed";
 
@@ -39,8 +58,13 @@ export interface WebhookAttemptsTable {
   response_body: string | null;
 }
 
-/** Row types of this feature's tables (joined into the Database type in modules/tables.ts). */
+/** Row types of this module's tables, added to the platform's Database type below. */
 export interface WebhooksTables {
+  webhook_configs: WebhookConfigsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+}
+
+declare module "../../platform/db/schema.js" {
+  interface Database extends WebhooksTables {}
 }

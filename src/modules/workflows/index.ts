@@ -7,3 +7,9 @@ export const workflowsModule: FeatureModule = {
   routes: workflowsRoutes,
   cli: workflowsCli,
 };
+
+/** The catalogue of node types a process runs workflows with, built from the features' lists. */
+export { NodeTypes } from "./node-type.js";
+
+/** A version compiled for the engine: its nodes, their node types, its payload check. */
+export type { CompiledWorkflow } from "./workflow.compiler.js";

@@ -5,14 +5,17 @@ import type { DecisionSource, DecisionValue } from "../cases/case-status.js";
 import type { NewEvent } from "../events/events.js";
 import { pathOf } from "./json-schema.js";
 import type { ExpressionKind } from "./workflow.expressions.js";
-import type { ExpressionVariables } from "./workflow.types.js";
+import type { CompiledNode, ExpressionVariables } from "./workflow.types.js";
+
+export type { CompiledNode };
 
 /**
  * A node type of the workflow language, whole: its definition schema, what the validator checks
  * beyond it, how it compiles, what running it does, how a pause of it resumes, and how its trace
  * entry reads in words. The workflows module validates and compiles definitions through this
  * interface and the engine runs nodes through it; neither knows any node type by name. A feature
- * adds a node type by registering one (`registerNodeTypes`) from its own folder (decision 0011).
+ * adds a node type by listing it on its feature (`nodeTypes`); a process's catalogue (`NodeTypes`)
+ * is built from the features' lists and passed in the app context (decisions 0011 and 0020).
  */
 export interface NodeType<C extends CompiledNode = CompiledNode> {
   readonly type: string;
@@ -58,12 +61,6 @@ export interface NodeType<C extends CompiledNode = CompiledNode> {
 }
 
 export type JsonObject = Record<string, unknown>;
-
-/** A compiled node: its id, its type, and whatever its node type compiled it to. */
-export interface CompiledNode {
-  readonly id: string;
-  readonly type: string;
-}
 
 export interface NodeDefinitionSchema {
   /** One sentence for the JSON Schema and docs. */
@@ -208,38 +205,42 @@ export interface TraceEntry {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The registry.
+// The registry: built once per process from the features' lists (`nodeTypes` on each feature)
+// and passed in the app context, never filled by a module's import.
 
-const registry = new Map<string, NodeType>();
-let version = 0;
+/** The node types a process knows, and what is derived from them (schema, validator, compiled versions). */
+export class NodeTypes {
+  readonly #types = new Map<string, NodeType>();
+  readonly #derived = new Map<string, unknown>();
 
-/** Adds node types; a type registered twice is a programming error. */
-export function registerNodeTypes(...types: NodeType[]): void {
-  for (const t of types) {
-    if (registry.has(t.type)) throw new Error(`node type ${t.type} is registered twice`);
-    registry.set(t.type, t as NodeType);
+  constructor(types: Iterable<NodeType>) {
+    for (const t of types) {
+      if (this.#types.has(t.type)) throw new Error(`node type ${t.type} is listed twice`);
+      this.#types.set(t.type, t);
+    }
   }
-  version++;
-}
 
-export function nodeTypeOf(type: string): NodeType | undefined {
-  return registry.get(type);
-}
+  /** The node type of that name, or undefined when no feature lists it. */
+  of(type: string): NodeType | undefined {
+    return this.#types.get(type);
+  }
 
-/** The node type of a compiled node; a missing one means a feature was not loaded. */
-export function requireNodeType(type: string): NodeType {
-  const found = registry.get(type);
-  if (!found) throw new Error(`node type ${type} is not registered`);
-  return found;
-}
+  /** The node type of a compiled node; a missing one means its feature is not in this process. */
+  require(type: string): NodeType {
+    const found = this.#types.get(type);
+    if (!found) throw new Error(`node type ${type} is not known`);
+    return found;
+  }
 
-export function nodeTypes(): NodeType[] {
-  return [...registry.values()];
-}
+  all(): NodeType[] {
+    return [...this.#types.values()];
+  }
 
-/** Changes whenever a node type is registered, for what is derived from the registry. */
-export function registryVersion(): number {
-  return version;
+  /** A value computed from the node types once, then kept with them. */
+  derived<T>(name: string, make: () => T): T {
+    if (!this.#derived.has(name)) this.#derived.set(name, make());
+    return this.#derived.get(name) as T;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

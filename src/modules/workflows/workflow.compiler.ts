@@ -1,7 +1,23 @@
 import type { ErrorDetail } from "../../platform/errors.js";
 import { compileInputSchema, detailsOf } from "./json-schema.js";
-import { type CompiledNode, requireNodeType } from "./node-type.js";
-import type { CompiledWorkflow, WorkflowDefinition } from "./workflow.types.js";
+import type { CompiledNode, NodeTypes } from "./node-type.js";
+import type { WorkflowDefinition } from "./workflow.types.js";
+
+export interface CompiledWorkflow {
+  /** The node types it was compiled with, which run its nodes. */
+  readonly nodeTypes: NodeTypes;
+  readonly tenantId: string;
+  readonly workflowId: string;
+  readonly version: number;
+  readonly definition: WorkflowDefinition;
+  readonly start: string;
+  readonly nodes: ReadonlyMap<string, CompiledNode>;
+  /**
+   * Checks a case payload against `inputSchema`: every failing path, relative to the submission
+   * body (`payload.amount`, `payload.items[0].sku`); empty when valid.
+   */
+  validatePayload(payload: unknown): ErrorDetail[];
+}
 
 export interface VersionKey {
   tenantId: string;
@@ -13,11 +29,16 @@ export interface VersionKey {
  * Compiles a stored (so already validated) definition into what the engine runs: each node by
  * its node type (expressions parsed and type-checked once), the input schema compiled once.
  */
-export function compileWorkflow(key: VersionKey, definition: WorkflowDefinition): CompiledWorkflow {
+export function compileWorkflow(
+  types: NodeTypes,
+  key: VersionKey,
+  definition: WorkflowDefinition,
+): CompiledWorkflow {
   const nodes = new Map<string, CompiledNode>();
-  for (const node of definition.nodes) nodes.set(node.id, requireNodeType(node.type).compile(node));
+  for (const node of definition.nodes) nodes.set(node.id, types.require(node.type).compile(node));
   const validate = compileInputSchema(definition.inputSchema);
   return Object.freeze({
+    nodeTypes: types,
     tenantId: key.tenantId,
     workflowId: key.workflowId,
     version: key.version,

@@ -1,6 +1,6 @@
 import { DECISION_VALUES } from "../cases/case-status.js";
 import { WEBHOOK_KEY_PATTERN as WEBHOOK_KEY } from "../webhooks/webhook-configs.service.js";
-import { type NodeType, nodeTypes, registryVersion } from "./node-type.js";
+import type { NodeType, NodeTypes } from "./node-type.js";
 
 /**
  * The JSON Schema (2020-12) of a workflow definition: the one source of the language's
@@ -106,12 +106,12 @@ const defs = {
   score: { type: "number", minimum: -LIMITS.score, maximum: LIMITS.score },
 };
 
-let built: { version: number; schema: Record<string, unknown> } | undefined;
+/** The schema of a definition with every node type the process knows, built once per catalogue. */
+export function workflowDefinitionSchema(catalogue: NodeTypes): Record<string, unknown> {
+  return catalogue.derived("definitionSchema", () => buildSchema(catalogue.all()));
+}
 
-/** The schema of a definition with every registered node type; rebuilt when one is registered. */
-export function workflowDefinitionSchema(): Record<string, unknown> {
-  if (built?.version === registryVersion()) return built.schema;
-  const types = nodeTypes();
+function buildSchema(types: NodeType[]): Record<string, unknown> {
   const perType = Object.fromEntries(types.map((t) => [`${t.type}Node`, nodeSchema(t)]));
   const node = {
     type: "object",
@@ -145,7 +145,6 @@ export function workflowDefinitionSchema(): Record<string, unknown> {
     additionalProperties: false,
     $defs: { ...defs, node, ...perType },
   };
-  built = { version: registryVersion(), schema };
   return schema;
 }
 

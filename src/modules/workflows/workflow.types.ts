@@ -1,6 +1,3 @@
-import type { ErrorDetail } from "../../platform/errors.js";
-import type { CompiledNode } from "./node-type.js";
-
 /**
  * The workflow language (contract section 4): the JSON a version is created from, and the
  * compiled form the engine runs. A definition is validated and compiled once per version; a
@@ -76,18 +73,8 @@ export interface CompiledOutput {
   evaluate(variables: ExpressionVariables): Record<string, unknown>;
 }
 
-export interface CompiledWorkflow {
-  readonly tenantId: string;
-  readonly workflowId: string;
-  readonly version: number;
-  readonly definition: WorkflowDefinition;
-  readonly start: string;
-  readonly nodes: ReadonlyMap<string, CompiledNode>;
-  /**
-   * Checks a case payload against `inputSchema`: every failing path, relative to the submission
-   * body (`payload.amount`, `payload.items[0].sku`); empty when valid.
-   */
-  validatePayload(payload: unknown): ErrorDetail[];
+/** A compiled node: its id, its type, and whatever its node type compiled it to. */
+export interface CompiledNode {
+  readonly id: string;
+  readonly type: string;
 }
-
-export type { CompiledNode };

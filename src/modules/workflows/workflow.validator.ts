@@ -1,7 +1,7 @@
 import type { ValidateFunction } from "ajv";
 import type { ErrorDetail } from "../../platform/errors.js";
 import { checkInputSchema, createAjv, detailsOf } from "./json-schema.js";
-import { type NodeExpression, nodeTypeOf, registryVersion } from "./node-type.js";
+import type { NodeExpression, NodeTypes } from "./node-type.js";
 import { checkExpression } from "./workflow.expressions.js";
 import { NODE_ID_PATTERN, PATTERN_MESSAGES, workflowDefinitionSchema } from "./workflow.schema.js";
 
@@ -11,16 +11,16 @@ import { NODE_ID_PATTERN, PATTERN_MESSAGES, workflowDefinitionSchema } from "./w
  * language), then what a schema cannot say: ids and references, reachability, cycles, each node
  * type's own rules, expressions and the input schema.
  */
-export function validateDefinition(definition: unknown): ErrorDetail[] {
+export function validateDefinition(types: NodeTypes, definition: unknown): ErrorDetail[] {
   const problems: ErrorDetail[] = [];
-  const checkStructure = structureCheck();
+  const checkStructure = structureCheck(types);
   const valid: boolean = checkStructure(definition);
   if (!valid) {
     for (const detail of detailsOf(checkStructure.errors ?? [], "", { patternMessages: PATTERN_MESSAGES })) {
       const typeOf = /^nodes\[(\d+)\]\.type$/.exec(detail.path);
       const nodes = isObject(definition) && Array.isArray(definition.nodes) ? definition.nodes : [];
       const node = typeOf ? nodes[Number(typeOf[1])] : undefined;
-      if (isObject(node) && typeof node.type === "string" && !isKnownType(node.type)) {
+      if (isObject(node) && typeof node.type === "string" && !isKnownType(types, node.type)) {
         detail.message = `unknown node type ${JSON.stringify(node.type)}: ${detail.message}`;
       }
       problems.push(detail);
@@ -29,13 +29,13 @@ export function validateDefinition(definition: unknown): ErrorDetail[] {
   if (!isObject(definition)) return problems;
 
   const nodes = Array.isArray(definition.nodes) ? definition.nodes : [];
-  const graph = buildGraph(nodes, problems);
+  const graph = buildGraph(types, nodes, problems);
   checkGraph(definition.start, graph, problems);
   nodes.forEach((node, i) => {
     if (!isObject(node)) return;
     const at = `nodes[${i}]`;
-    checkNodeRules(node, at, problems);
-    checkNodeExpressions(node, at, graph, problems);
+    checkNodeRules(types, node, at, problems);
+    checkNodeExpressions(types, node, at, graph, problems);
   });
   if (isObject(definition.inputSchema)) {
     problems.push(...checkInputSchema(definition.inputSchema, "inputSchema"));
@@ -59,14 +59,9 @@ function inDocumentOrder(problems: ErrorDetail[]): ErrorDetail[] {
     .map((x) => x.problem);
 }
 
-let compiled: { version: number; check: ValidateFunction } | undefined;
-
-/** The structure check, compiled again only when a node type is registered. */
-function structureCheck(): ValidateFunction {
-  if (compiled?.version !== registryVersion()) {
-    compiled = { version: registryVersion(), check: createAjv().compile(workflowDefinitionSchema()) };
-  }
-  return compiled.check;
+/** The structure check, compiled once per catalogue of node types. */
+function structureCheck(types: NodeTypes): ValidateFunction {
+  return types.derived("structureCheck", () => createAjv().compile(workflowDefinitionSchema(types)));
 }
 
 type Json = Record<string, unknown>;
@@ -81,8 +76,8 @@ function isNodeId(value: unknown): value is string {
   return typeof value === "string" && NODE_ID.test(value);
 }
 
-function isKnownType(value: unknown): boolean {
-  return typeof value === "string" && nodeTypeOf(value) !== undefined;
+function isKnownType(types: NodeTypes, value: unknown): boolean {
+  return typeof value === "string" && types.of(value) !== undefined;
 }
 
 /** A reference from one node to the next: the field holding it and the node it names. */
@@ -100,12 +95,12 @@ interface Graph {
 }
 
 /** Every field of a node that names the node to continue with, by its node type. */
-function referencesOf(node: Json, at: string): Edge[] {
-  const type = typeof node.type === "string" ? nodeTypeOf(node.type) : undefined;
+function referencesOf(types: NodeTypes, node: Json, at: string): Edge[] {
+  const type = typeof node.type === "string" ? types.of(node.type) : undefined;
   return (type?.references(node, at) ?? []).filter((ref) => isNodeId(ref.target));
 }
 
-function buildGraph(nodes: unknown[], problems: ErrorDetail[]): Graph {
+function buildGraph(types: NodeTypes, nodes: unknown[], problems: ErrorDetail[]): Graph {
   const index = new Map<string, number>();
   const ids: Array<string | undefined> = [];
   nodes.forEach((node, i) => {
@@ -117,9 +112,9 @@ function buildGraph(nodes: unknown[], problems: ErrorDetail[]): Graph {
     else problems.push({ path: `nodes[${i}].id`, message: `duplicates the id "${id}" of nodes[${first}]` });
   });
   const edges = nodes.map((node, i) => {
-    if (!isObject(node) || !isKnownType(node.type)) return [];
+    if (!isObject(node) || !isKnownType(types, node.type)) return [];
     const known: Edge[] = [];
-    for (const ref of referencesOf(node, `nodes[${i}]`)) {
+    for (const ref of referencesOf(types, node, `nodes[${i}]`)) {
       if (index.has(ref.target)) known.push(ref);
       else problems.push({ path: ref.path, message: `refers to unknown node "${ref.target}"` });
     }
@@ -188,20 +183,26 @@ function checkGraph(start: unknown, graph: Graph, problems: ErrorDetail[]): void
 }
 
 /** The rules of the node's type that the schema cannot state. */
-function checkNodeRules(node: Json, at: string, problems: ErrorDetail[]): void {
-  const type = typeof node.type === "string" ? nodeTypeOf(node.type) : undefined;
+function checkNodeRules(types: NodeTypes, node: Json, at: string, problems: ErrorDetail[]): void {
+  const type = typeof node.type === "string" ? types.of(node.type) : undefined;
   type?.check?.(node, at, problems);
 }
 
 /** Every expression of a node, by its node type. */
-function expressionsOf(node: Json, at: string): NodeExpression[] {
-  const type = typeof node.type === "string" ? nodeTypeOf(node.type) : undefined;
+function expressionsOf(types: NodeTypes, node: Json, at: string): NodeExpression[] {
+  const type = typeof node.type === "string" ? types.of(node.type) : undefined;
   return type?.expressions(node, at) ?? [];
 }
 
-function checkNodeExpressions(node: Json, at: string, graph: Graph, problems: ErrorDetail[]): void {
+function checkNodeExpressions(
+  types: NodeTypes,
+  node: Json,
+  at: string,
+  graph: Graph,
+  problems: ErrorDetail[],
+): void {
   const self = isNodeId(node.id) ? graph.index.get(node.id) : undefined;
-  for (const { path, source, kind, readsOwnNode } of expressionsOf(node, at)) {
+  for (const { path, source, kind, readsOwnNode } of expressionsOf(types, node, at)) {
     const checked = checkExpression(source, kind);
     if (!checked.ok) {
       problems.push({ path, message: checked.message });

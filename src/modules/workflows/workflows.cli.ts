@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import type { Command } from "commander";
-import { type CliContext, positiveInt } from "../../cli/context.js";
+import { type CliContext, positiveInt } from "../../platform/cli/context.js";
 import { workflowDefinitionSchema } from "./workflow.schema.js";
 
 function readDefinition(file: string): unknown {
@@ -73,6 +73,6 @@ export function workflowsCli(program: Command, cli: CliContext): void {
     .command("schema")
     .description("print the JSON Schema of workflow definitions (for editors and CI checks)")
     .action(() => {
-      cli.print(workflowDefinitionSchema());
+      cli.print(workflowDefinitionSchema(cli.nodeTypes));
     });
 }

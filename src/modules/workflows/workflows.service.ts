@@ -4,10 +4,10 @@ import type { Executor } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { requireTenant } from "../tenants/tenants.service.js";
 import { checkDefinitionLimits } from "./definition-limits.js";
-import { nodeTypeOf } from "./node-type.js";
-import { compileWorkflow, type VersionKey } from "./workflow.compiler.js";
+import type { NodeTypes } from "./node-type.js";
+import { type CompiledWorkflow, compileWorkflow, type VersionKey } from "./workflow.compiler.js";
 import { PATTERN_MESSAGES, WORKFLOW_ID_PATTERN } from "./workflow.schema.js";
-import type { CompiledWorkflow, WorkflowDefinition } from "./workflow.types.js";
+import type { WorkflowDefinition } from "./workflow.types.js";
 import { validateDefinition } from "./workflow.validator.js";
 import {
   findSubmissionTargets,
@@ -69,7 +69,7 @@ export async function createVersion(
   if (!WORKFLOW_ID.test(workflowId))
     throw refused("workflowId", PATTERN_MESSAGES[WORKFLOW_ID_PATTERN] as string);
   const limits = checkDefinitionLimits(definition);
-  const problems = limits.length > 0 ? limits : validateDefinition(definition);
+  const problems = limits.length > 0 ? limits : validateDefinition(ctx.nodeTypes, definition);
   if (problems.length > 0) {
     const first = problems[0] as { path: string; message: string };
     const count = problems.length === 1 ? "a problem" : `${problems.length} problems`;
@@ -94,7 +94,7 @@ export async function publishVersion(
   version: number,
 ): Promise<PublishedVersionView> {
   await requireTenant(ctx.db.root, tenantId);
-  const wf = await getCompiledWorkflow(ctx.db.root, tenantId, workflowId, version);
+  const wf = await getCompiledWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, workflowId, version);
   if (!wf) throw notFound(`version ${version} of workflow ${workflowId}`);
   await checkTenantRequirements(ctx.db.root, tenantId, wf);
   return ctx.db.transaction(async (tx) => {
@@ -151,13 +151,17 @@ export async function getVersion(
 // (the database refuses it), so a cached compilation is never stale, on any process.
 
 const CACHE_CAPACITY = 1000;
-const cache = new Map<string, CompiledWorkflow>();
+/** One cache per catalogue of node types: what a version compiles to depends on them. */
+function cacheOf(types: NodeTypes): Map<string, CompiledWorkflow> {
+  return types.derived("compiledVersions", () => new Map<string, CompiledWorkflow>());
+}
 
 function cacheKey(k: VersionKey): string {
   return `${k.tenantId}\u0000${k.workflowId}\u0000${k.version}`;
 }
 
-function cached(key: VersionKey): CompiledWorkflow | undefined {
+function cached(types: NodeTypes, key: VersionKey): CompiledWorkflow | undefined {
+  const cache = cacheOf(types);
   const id = cacheKey(key);
   const hit = cache.get(id);
   if (hit) {
@@ -168,7 +172,8 @@ function cached(key: VersionKey): CompiledWorkflow | undefined {
   return hit;
 }
 
-function remember(compiled: CompiledWorkflow): CompiledWorkflow {
+function remember(types: NodeTypes, compiled: CompiledWorkflow): CompiledWorkflow {
+  const cache = cacheOf(types);
   cache.set(cacheKey(compiled), compiled);
   while (cache.size > CACHE_CAPACITY) cache.delete(cache.keys().next().value as string);
   return compiled;
@@ -180,19 +185,22 @@ function isVersionNumber(version: number): boolean {
 
 /** Any existing version, published or not (dry runs, running cases); undefined when there is none. */
 export async function getCompiledWorkflow(
+  types: NodeTypes,
   db: Executor,
   tenantId: string,
   workflowId: string,
   version: number,
 ): Promise<CompiledWorkflow | undefined> {
   const key = { tenantId, workflowId, version };
-  const hit = cached(key);
+  const hit = cached(types, key);
   if (hit) return hit;
   if (!isVersionNumber(version)) return undefined;
   const row = await findVersion(db, tenantId, workflowId, version);
   if (!row) return undefined;
   // Another caller may have compiled it while this one read.
-  return cached(key) ?? remember(compileWorkflow(key, row.definition as WorkflowDefinition));
+  return (
+    cached(types, key) ?? remember(types, compileWorkflow(types, key, row.definition as WorkflowDefinition))
+  );
 }
 
 /**
@@ -207,7 +215,7 @@ export async function checkTenantRequirements(
   const details: Array<{ path: string; message: string }> = [];
   const ids = [...wf.nodes.keys()];
   for (const node of wf.nodes.values()) {
-    const problem = await nodeTypeOf(node.type)?.checkTenant?.(node, { db, tenantId });
+    const problem = await wf.nodeTypes.of(node.type)?.checkTenant?.(node, { db, tenantId });
     if (problem) details.push({ path: `nodes[${ids.indexOf(node.id)}]`, message: problem });
   }
   if (details.length > 0) {
@@ -241,6 +249,7 @@ function submissionTargets(db: Executor): Batcher<SubmissionTargetKey, Submissio
  * unpublished pinned version is a 400 naming the field.
  */
 export async function resolveSubmissionWorkflow(
+  types: NodeTypes,
   db: Executor,
   tenantId: string,
   workflowId: string,
@@ -260,7 +269,7 @@ export async function resolveSubmissionWorkflow(
   if (!target.published) {
     throw refused("workflowVersion", `version ${version} of workflow ${workflowId} is not published`);
   }
-  const compiled = await getCompiledWorkflow(db, tenantId, workflowId, target.version);
+  const compiled = await getCompiledWorkflow(types, db, tenantId, workflowId, target.version);
   if (!compiled) throw new AppError("internal", `version ${target.version} of ${workflowId} vanished`);
   return compiled;
 }

@@ -1,6 +1,6 @@
 import type { CreatedAt, Json, Timestamp, UpdatedAt } from "../../platform/db/schema.js";
 
-/** Row types of this feature's tables (joined into the Database type in modules/tables.ts). */
+/** Row types of this module's tables, added to the platform's Database type below. */
 export interface WorkflowsTables {
   workflows: WorkflowsTable;
   workflow_versions: WorkflowVersionsTable;
@@ -24,4 +24,8 @@ export interface WorkflowVersionsTable {
   definition: Json<unknown>;
   created_at: CreatedAt;
   published_at: Timestamp | null;
+}
+
+declare module "../../platform/db/schema.js" {
+  interface Database extends WorkflowsTables {}
 }

@@ -6,7 +6,7 @@ import { pipeline } from "node:stream/promises";
 import { uuid } from "../crypto.js";
 import type { Db } from "../db/index.js";
 import { AppError } from "../errors.js";
-import type { BlobInfo, BlobStore, PutTarget, UploadHeaders, UploadReceiver } from "./index.js";
+import type { BlobInfo, BlobStore, PutTarget, UploadHeaders, UploadReceiver } from "./blob-store.js";
 import { SyncedFile } from "./synced-file.js";
 import { loadSigningKey, signatureMatches, signTarget } from "./upload-signature.js";
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hmacBase64Url, safeEqual } from "../crypto.js";
 import type { Db } from "../db/index.js";
-import type { PutTarget } from "./index.js";
+import type { PutTarget } from "./blob-store.js";
 
 /**
  * Upload URLs are signed with one key shared by every API process: a URL minted by one process

@@ -2,14 +2,14 @@ import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, type RawBuilder, sql, type Transaction } from "kysely";
 import pg from "pg";
-import type { Database } from "../../modules/tables.js";
 import { lockDataDir } from "./dir-lock.js";
 import { GuardedDialect, inTransactionScope } from "./guard.js";
 import { PgListener } from "./pg-listener.js";
 import { PGliteDialect } from "./pglite-driver.js";
+import type { Database } from "./schema.js";
 import { sharedParsers } from "./types.js";
 
-export type { Database } from "../../modules/tables.js";
+export type { Database } from "./schema.js";
 
 /** A query executor: the root database or an open transaction. Repositories take this. */
 export type Executor = Kysely<Database>;

@@ -6,13 +6,11 @@
  */
 import { sql } from "kysely";
 import { loadConfig } from "../../../src/config.js";
-import { createBlobStore } from "../../../src/platform/blobs/index.js";
+import { createAppContext } from "../../../src/context.js";
 import { openDb } from "../../../src/platform/db/index.js";
 import { createLogger } from "../../../src/platform/logger.js";
 import { startWorker } from "../../../src/worker.js";
-import { registerProbeNode } from "../probe-node.js";
-
-registerProbeNode();
+import { featuresWithProbe } from "../probe-node.js";
 
 const config = loadConfig(process.env);
 const db = await openDb({
@@ -20,7 +18,7 @@ const db = await openDb({
   dataDir: config.databaseUrl ? undefined : config.dataDir,
   poolSize: 4,
 });
-const ctx = { config, db, log: createLogger(config.logLevel), blobs: createBlobStore(config) };
+const ctx = createAppContext({ config, db, log: createLogger(config.logLevel) }, featuresWithProbe);
 await startWorker(ctx);
 const report = async () => {
   const { rows } = await sql<{ steps: number; decided: number }>`

@@ -5,7 +5,7 @@
  * cleanly; the test mostly ends it with SIGKILL.
  */
 import { loadConfig } from "../../../src/config.js";
-import { createBlobStore } from "../../../src/platform/blobs/index.js";
+import { createAppContext } from "../../../src/context.js";
 import { openDb } from "../../../src/platform/db/index.js";
 import { createLogger } from "../../../src/platform/logger.js";
 import { startWorker } from "../../../src/worker.js";
@@ -16,7 +16,7 @@ const db = await openDb({
   dataDir: config.databaseUrl ? undefined : config.dataDir,
   poolSize: config.dbPoolSize,
 });
-const ctx = { config, db, log: createLogger(config.logLevel), blobs: createBlobStore(config) };
+const ctx = createAppContext({ config, db, log: createLogger(config.logLevel) });
 const worker = await startWorker(ctx);
 process.stdout.write(`ready ${process.pid}\n`);
 

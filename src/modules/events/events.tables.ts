@@ -1,0 +1,20 @@
+import type { CreatedAt, Json } from "../../platform/db/schema.js";
+
+export interface EventsTable {
+  id: string;
+  tenant_id: string;
+  case_id: string | null;
+  event_type: string;
+  webhook_key: string | null;
+  payload: Json<Record<string, unknown>>;
+  created_at: CreatedAt;
+}
+
+/** Row types of the events module's tables. */
+export interface EventsTables {
+  events: EventsTable;
+}
+
+declare module "../../platform/db/schema.js" {
+  interface Database extends EventsTables {}
+}
