@@ -1,7 +1,7 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
-import { partnerOf } from "../auth/auth.plugin.js";
+import { partnerOf } from "../auth/index.js";
 import { setCustomerAttributes } from "./attributes.service.js";
 
 const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);

@@ -2,7 +2,7 @@ import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Db } from "../../platform/db/index.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
-import { requireTenant } from "../tenants/tenants.service.js";
+import { requireTenant } from "../tenants/index.js";
 import { checkKeyValue, generateKeyValue, hashKeyValue, keyHint, newKeyId } from "./api-key-format.js";
 import {
   type ApiKeyRow,

@@ -10,3 +10,22 @@ export const authModule: FeatureModule = {
   routes: apiKeysRoutes,
   cli: apiKeysCli,
 };
+
+export {
+  /** An API key as the operator API shows it (never its value). */
+  type ApiKeyView,
+  /** Issues an API key with scopes; its value is in the answer, once. */
+  createApiKey,
+  /** The tenant's API keys, without their values. */
+  getApiKeys,
+  /** Revokes an API key at once. */
+  removeApiKey,
+} from "./api-keys.service.js";
+export {
+  /** The authenticated key of a partner route */
+  partnerOf,
+} from "./auth.plugin.js";
+export {
+  /** The scopes of the partner interface */
+  SCOPES,
+} from "./scopes.js";

@@ -1,7 +1,7 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
-import { partnerOf } from "../auth/auth.plugin.js";
+import { partnerOf } from "../auth/index.js";
 import { CaseList, CaseListQuery, CaseRecord, CaseSubmission, SubmissionResponse } from "./cases.schemas.js";
 import {
   type CaseSubmissionInput,

@@ -8,7 +8,7 @@ import { caseTrace, START_NOTIFICATION } from "../engine/index.js";
 import { listCaseInformationRequests } from "../rfi/rfi.service.js";
 import { listCaseTags } from "../tags/tags.repo.js";
 import { toTagView } from "../tags/tags.service.js";
-import { requireTenant } from "../tenants/tenants.service.js";
+import { requireTenant } from "../tenants/index.js";
 import type { CompiledWorkflow } from "../workflows/index.js";
 import {
   checkTenantRequirements,

@@ -11,3 +11,30 @@ export const casesModule: FeatureModule = {
   },
   cli: casesCli,
 };
+
+export {
+  /** The case types of the spec: KYC, KYB, Transaction. */
+  CASE_TYPES,
+  /** The decisions a case can end in: approved, declined, in_review. */
+  DECISION_VALUES,
+  /** One of DECISION_VALUES. */
+  type DecisionValue,
+} from "./case-status.js";
+export {
+  /** Closes a case for good */
+  closeCase,
+  /** An analyst's override */
+  overrideDecision,
+} from "./cases.admin.service.js";
+export {
+  /** Whether the tenant has this case, without reading it. */
+  caseExists,
+  /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */
+  findCase,
+} from "./cases.repo.js";
+export {
+  /** A case as the partner API shows it (GET /cases/{caseId}). */
+  type CaseRecordView,
+  /** A case of the tenant as the partner API shows it; 404 for an unknown or another tenant's case. */
+  getCase,
+} from "./cases.service.js";

@@ -1,14 +1,17 @@
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, badRequest } from "../../platform/errors.js";
-import { DECISION_VALUES, type DecisionValue } from "../cases/case-status.js";
-import { closeCase, overrideDecision } from "../cases/cases.admin.service.js";
-import { getCase } from "../cases/cases.service.js";
-import { RaiseBody } from "../rfi/rfi.schemas.js";
-import { cancelRequest, raiseRequest, remindRequest } from "../rfi/rfi.service.js";
-import { answerRequest } from "../rfi/rfi-answer.service.js";
-import { mintUploadSlot, openDocument } from "../rfi/uploads.service.js";
-import { applyTag, removeTag } from "../tags/tags.service.js";
+import { closeCase, DECISION_VALUES, type DecisionValue, getCase, overrideDecision } from "../cases/index.js";
+import {
+  answerRequest,
+  cancelRequest,
+  mintUploadSlot,
+  openDocument,
+  RaiseBody,
+  raiseRequest,
+  remindRequest,
+} from "../rfi/index.js";
+import { applyTag, removeTag } from "../tags/index.js";
 import { audit } from "./audit.js";
 import { caseScreen } from "./case.service.js";
 import { pageOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";

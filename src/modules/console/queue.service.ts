@@ -1,8 +1,8 @@
 import type { AppContext } from "../../platform/context.js";
 import { badRequest } from "../../platform/errors.js";
-import { CASE_TYPES } from "../cases/case-status.js";
-import { getTagOptions } from "../tags/tags.service.js";
-import { getWorkflows } from "../workflows/workflows.service.js";
+import { CASE_TYPES } from "../cases/index.js";
+import { getTagOptions } from "../tags/index.js";
+import { getWorkflows } from "../workflows/index.js";
 import { countQueue, listQueue, QUEUE_STATUSES, type QueueRow, type QueueStatus } from "./queue.repo.js";
 
 export const PAGE_SIZE = 50;

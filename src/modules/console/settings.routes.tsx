@@ -1,16 +1,18 @@
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, badRequest } from "../../platform/errors.js";
-import { createApiKey, getApiKeys, removeApiKey } from "../auth/api-keys.service.js";
-import { getTagOptions, setTagOption } from "../tags/tags.service.js";
+import { createApiKey, getApiKeys, removeApiKey } from "../auth/index.js";
+import { getTagOptions, setTagOption } from "../tags/index.js";
 import { changeRole, createUser, getUser, getUsers, removeUser, renewSetupLink } from "../users/index.js";
-import { getDeliveries, getDelivery, redeliver } from "../webhooks/deliveries.service.js";
 import {
+  getDeliveries,
+  getDelivery,
   getWebhookConfigs,
   putWebhookConfig,
+  redeliver,
   removeWebhookConfig,
-} from "../webhooks/webhook-configs.service.js";
-import { sendTestEvent } from "../webhooks/webhook-test.service.js";
+  sendTestEvent,
+} from "../webhooks/index.js";
 import { audit } from "./audit.js";
 import { pageOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";

@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { errorResponse } from "../../platform/openapi.js";
-import { partnerOf } from "../auth/auth.plugin.js";
+import { partnerOf } from "../auth/index.js";
 import { deliverCallback, listPausedNodes } from "./callbacks.service.js";
 
 const PausedNode = Type.Object({

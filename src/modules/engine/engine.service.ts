@@ -9,7 +9,7 @@ import {
   type JobSpec,
 } from "../../platform/jobs.js";
 import { decisionLatency } from "../../platform/metrics.js";
-import { getAttributesOf } from "../attributes/attributes.repo.js";
+import { getAttributesOf } from "../attributes/index.js";
 import { type CaseStatus, type DecisionEntry, isInFlight } from "../cases/case-status.js";
 import { type CaseRow, findCase, lockCase, lockCases } from "../cases/cases.repo.js";
 import { emitEvents, type NewEvent } from "../events/events.js";

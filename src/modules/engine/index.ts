@@ -67,6 +67,13 @@ export const engineModule: FeatureModule = {
     ];
   },
 };
+
+export {
+  /** The nodes of the case paused on an external system, as their node types show them. */
+  listPausedNodes,
+  /** A node of a case paused on an external system, with its pending handle and actions. */
+  type PausedNode,
+} from "./callbacks.service.js";
 export { START_NOTIFICATION } from "./case-starter.js";
 export { caseTrace, describeTrace, type TraceEntry } from "./trace.js";
 /** Runs new cases as they are accepted, each claimed from the cases table itself (decision 0011). */

@@ -1,7 +1,7 @@
 import type { AppContext } from "../../platform/context.js";
 import { isUuid } from "../../platform/crypto.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
-import { caseExists, findCase } from "../cases/cases.repo.js";
+import { caseExists, findCase } from "../cases/index.js";
 import type { Broker, BrokerAction } from "./broker.js";
 import { problemsOf } from "./broker-schemas.js";
 import { brokerOf } from "./brokers/index.js";

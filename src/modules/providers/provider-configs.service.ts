@@ -2,7 +2,7 @@ import type { AppContext } from "../../platform/context.js";
 import { randomBase62 } from "../../platform/crypto.js";
 import { AppError, badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { type SecretBox, secretBoxOf } from "../../platform/secret-box.js";
-import { requireTenant } from "../tenants/tenants.service.js";
+import { requireTenant } from "../tenants/index.js";
 import { BlockedTargetError, checkTargetHost, hostOf } from "../webhooks/index.js";
 import type { Broker } from "./broker.js";
 import { problemsOf } from "./broker-schemas.js";

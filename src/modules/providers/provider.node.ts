@@ -1,15 +1,15 @@
 import { uuid } from "../../platform/crypto.js";
 import { AppError } from "../../platform/errors.js";
-import type { NewEvent } from "../events/events.js";
+import type { NewEvent } from "../events/index.js";
 import {
   describeEnd,
   fieldReferences,
   isJsonObject,
   type NodeCase,
   type NodeType,
+  PROVIDER_ID_PATTERN,
   schemaRef,
-} from "../workflows/node-type.js";
-import { PROVIDER_ID_PATTERN } from "../workflows/workflow.schema.js";
+} from "../workflows/index.js";
 import type { StartResult } from "./broker.js";
 import { problemsOf } from "./broker-schemas.js";
 import { BROKERS, brokerOf } from "./brokers/index.js";

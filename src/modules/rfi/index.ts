@@ -17,3 +17,28 @@ export const rfiModule: FeatureModule = {
   jobs: rfiJobs,
   cli: rfiCli,
 };
+
+export {
+  /** The body of a request to raise an information request, as a schema. */
+  RaiseBody,
+} from "./rfi.schemas.js";
+export {
+  /** Cancels a pending request */
+  cancelRequest,
+  /** An information request as the partner API shows it. */
+  type InformationRequestView,
+  /** Raises a request through the API (`source` api) or by an analyst (`source` analyst). */
+  raiseRequest,
+  /** Raises the pending request's `case.rfi_requested` again */
+  remindRequest,
+} from "./rfi.service.js";
+export {
+  /** Answers a request, all or nothing, in one transaction */
+  answerRequest,
+} from "./rfi-answer.service.js";
+export {
+  /** Mints an upload slot (endpoint 12). */
+  mintUploadSlot,
+  /** An uploaded document of the case, for an analyst (operator API). */
+  openDocument,
+} from "./uploads.service.js";

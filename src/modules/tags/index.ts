@@ -3,3 +3,16 @@ import { tagsCli } from "./tags.cli.js";
 import { tagsRoutes } from "./tags.routes.js";
 
 export const tagsModule: FeatureModule = { name: "tags", routes: tagsRoutes, cli: tagsCli };
+
+export {
+  /** Applies a tag */
+  applyTag,
+  /** The tenant's tag vocabulary. */
+  getTagOptions,
+  /** Removes a tag from a case. */
+  removeTag,
+  /** Adds or changes a tag of the tenant's vocabulary. */
+  setTagOption,
+  /** A tag of the vocabulary as the operator API shows it. */
+  type TagOptionView,
+} from "./tags.service.js";

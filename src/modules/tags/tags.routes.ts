@@ -3,7 +3,7 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { badRequest } from "../../platform/errors.js";
 import { emptyResponse, errorResponse } from "../../platform/openapi.js";
-import { partnerOf } from "../auth/auth.plugin.js";
+import { partnerOf } from "../auth/index.js";
 import {
   applyTag,
   getCaseTags,

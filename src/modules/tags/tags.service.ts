@@ -2,7 +2,7 @@ import type { Actor, AppContext } from "../../platform/context.js";
 import { actorLabel } from "../../platform/context.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
 import { caseExists, lockCase } from "../cases/cases.repo.js";
-import { requireTenant } from "../tenants/tenants.service.js";
+import { requireTenant } from "../tenants/index.js";
 import {
   type CaseTagRow,
   deleteCaseTag,

@@ -15,3 +15,8 @@ export {
 export * from "./users.service.js";
 
 export const usersModule: FeatureModule = { name: "users", routes: usersRoutes, cli: usersCli };
+
+export {
+  /** The shortest password a console user may set. */
+  MIN_PASSWORD_LENGTH,
+} from "./password.js";

@@ -2,7 +2,7 @@ import type { AppContext } from "../../platform/context.js";
 import { isUuid, sha256, uuid } from "../../platform/crypto.js";
 import { type Executor, isUniqueViolation } from "../../platform/db/index.js";
 import { AppError, badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
-import { requireTenant } from "../tenants/tenants.service.js";
+import { requireTenant } from "../tenants/index.js";
 import { insertAudit } from "./audit.repo.js";
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "./password.js";
 import { isRole, ROLES, type Role } from "./roles.js";

@@ -2,7 +2,7 @@ import type { AppContext } from "../../platform/context.js";
 import { isUuid } from "../../platform/crypto.js";
 import { badRequest, notFound } from "../../platform/errors.js";
 import { EVENT_TYPES } from "../events/events.js";
-import { requireTenant } from "../tenants/tenants.service.js";
+import { requireTenant } from "../tenants/index.js";
 import {
   type AttemptRow,
   type DeliveryRow,

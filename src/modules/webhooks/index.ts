@@ -51,3 +51,28 @@ export const webhooksModule: FeatureModule = {
   },
   cli: webhooksCli,
 };
+
+export {
+  /** A webhook delivery with its attempts, as the delivery log shows it. */
+  type DeliveryView,
+  /** A tenant's deliveries, newest first, each with its attempts. */
+  getDeliveries,
+  /** One delivery with its attempts and the exact body every attempt sent. */
+  getDelivery,
+  /** Sends a delivery's event again as a new delivery with a fresh webhookId (the receiver sees a new delivery,… */
+  redeliver,
+} from "./deliveries.service.js";
+export {
+  /** The tenant's webhook configurations, secrets never shown. */
+  getWebhookConfigs,
+  /** Creates or replaces a webhook configuration. */
+  putWebhookConfig,
+  /** Removes a configuration. */
+  removeWebhookConfig,
+  /** A webhook configuration as the operator API shows it. */
+  type WebhookConfigView,
+} from "./webhook-configs.service.js";
+export {
+  /** Sends `webhook.test` to one configuration, through the outbox like any event */
+  sendTestEvent,
+} from "./webhook-test.service.js";

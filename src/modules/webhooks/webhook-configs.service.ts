@@ -1,7 +1,7 @@
 import type { AppContext } from "../../platform/context.js";
 import { badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { secretBoxOf } from "../../platform/secret-box.js";
-import { requireTenant } from "../tenants/tenants.service.js";
+import { requireTenant } from "../tenants/index.js";
 import { BlockedTargetError, checkTargetHost, hostOf } from "./target-safety.js";
 import {
   deleteWebhookConfig,

@@ -2,7 +2,7 @@ import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Executor } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
-import { requireTenant } from "../tenants/tenants.service.js";
+import { requireTenant } from "../tenants/index.js";
 import { checkDefinitionLimits } from "./definition-limits.js";
 import type { NodeTypes } from "./node-type.js";
 import { type CompiledWorkflow, compileWorkflow, type VersionKey } from "./workflow.compiler.js";

@@ -1,4 +1,4 @@
-import { MIN_PASSWORD_LENGTH } from "../../users/password.js";
+import { MIN_PASSWORD_LENGTH } from "../../users/index.js";
 import { Csrf, Layout, Notice, type PageContext } from "./layout.js";
 
 export function SignInPage({

@@ -1,5 +1,5 @@
-import { DECISION_VALUES } from "../../cases/case-status.js";
-import type { InformationRequestView } from "../../rfi/rfi.service.js";
+import { DECISION_VALUES } from "../../cases/index.js";
+import type { InformationRequestView } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";
 import { ActorName, Badge, Fields, label, Panel, Time } from "./components.js";

@@ -1,10 +1,9 @@
 import type { ComponentChildren } from "preact";
-import type { ApiKeyView } from "../../auth/api-keys.service.js";
-import { SCOPES } from "../../auth/scopes.js";
-import type { TagOptionView } from "../../tags/tags.service.js";
+import type { ApiKeyView } from "../../auth/index.js";
+import { SCOPES } from "../../auth/index.js";
+import type { TagOptionView } from "../../tags/index.js";
 import { can, ROLES, type UserView } from "../../users/index.js";
-import type { DeliveryView } from "../../webhooks/deliveries.service.js";
-import type { WebhookConfigView } from "../../webhooks/webhook-configs.service.js";
+import type { DeliveryView, WebhookConfigView } from "../../webhooks/index.js";
 import { Badge, Time } from "./components.js";
 import { Csrf, Layout, Notice, type PageContext } from "./layout.js";
 
