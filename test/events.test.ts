@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emitEvent, type NewEvent } from "../src/modules/events/events.js";
+import { emitEvent, type NewEvent } from "../src/modules/webhooks/events.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
 import { configureWebhook } from "./support/receiver.js";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { verifyWebhook } from "@case-decisioning/verify-webhook";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.js";
-import { emitEvent } from "../src/modules/events/events.js";
+import { emitEvent } from "../src/modules/webhooks/events.js";
 import { sealStoredWebhookSecrets } from "../src/modules/webhooks/index.js";
 import { openSecrets } from "../src/modules/webhooks/webhook-secrets.js";
 import {

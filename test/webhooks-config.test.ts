@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emitEvent } from "../src/modules/events/events.js";
+import { emitEvent } from "../src/modules/webhooks/events.js";
 import { openSecrets } from "../src/modules/webhooks/webhook-secrets.js";
 import type { AppContext } from "../src/platform/context.js";
 import { createLogger } from "../src/platform/logger.js";

@@ -1,7 +1,7 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { verifyWebhook } from "@case-decisioning/verify-webhook";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emitEvent, type NewEvent } from "../src/modules/events/events.js";
+import { emitEvent, type NewEvent } from "../src/modules/webhooks/events.js";
 import { hmacHex } from "../src/platform/crypto.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";

@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../src/main.js";
-import { type EventType, emitEvent } from "../src/modules/events/events.js";
+import { type EventType, emitEvent } from "../src/modules/webhooks/events.js";
 import { ADMIN_TOKEN, createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
 import { configureWebhook, Receiver, TEST_WEBHOOK_SECRET } from "./support/receiver.js";

@@ -1,5 +1,5 @@
 import { SCOPES, type Scope } from "../../src/modules/auth/scopes.js";
-import type { CaseStatus } from "../../src/modules/cases/case-status.js";
+import type { CaseStatus } from "../../src/modules/case-model/case-status.js";
 import { insertCase } from "../../src/modules/cases/cases.repo.js";
 import { uuid } from "../../src/platform/crypto.js";
 import type { Db } from "../../src/platform/db/index.js";

@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { errorResponse } from "../../platform/openapi.js";
-import { DECISION_VALUES } from "./case-status.js";
+import { DECISION_VALUES } from "../case-model/index.js";
 import {
   closeCase,
   getCaseAsOperator,

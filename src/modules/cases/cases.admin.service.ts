@@ -1,9 +1,9 @@
 import type { AppContext } from "../../platform/context.js";
 import { AppError, notFound } from "../../platform/errors.js";
+import { type CaseStatus, type DecisionEntry, type DecisionValue, isTerminal } from "../case-model/index.js";
 import { decisionEvent } from "../engine/engine.events.js";
 import { resolveOpenWaitsOfCase } from "../engine/engine.repo.js";
-import { emitEvent } from "../events/events.js";
-import { type CaseStatus, type DecisionEntry, type DecisionValue, isTerminal } from "./case-status.js";
+import { emitEvent } from "../webhooks/index.js";
 import { findCaseAnyTenant, listCasesForOperator, updateCase } from "./cases.repo.js";
 import {
   type AdminCaseRecordView,

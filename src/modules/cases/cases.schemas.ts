@@ -1,7 +1,9 @@
 import { Type } from "typebox";
 import { named } from "../../platform/openapi.js";
+import { CASE_STATUSES, CASE_TYPES, DECISION_VALUES, Decision } from "../case-model/index.js";
 import { InformationRequestSchema } from "../rfi/rfi.views.js";
-import { CASE_STATUSES, CASE_TYPES, DECISION_SOURCES, DECISION_VALUES } from "./case-status.js";
+
+export { Decision };
 
 /**
  * The JSON shapes of the cases endpoints, as route schemas (request validation and the OpenAPI
@@ -134,14 +136,6 @@ export const SubmissionResponse = Type.Object({
   caseId: Type.String({ format: "uuid" }),
   requestId: Type.String(),
   status: literals(CASE_STATUSES),
-});
-
-export const Decision = Type.Object({
-  value: literals(DECISION_VALUES),
-  source: literals(DECISION_SOURCES),
-  actor: Type.String(),
-  decidedAt: Type.String({ format: "date-time" }),
-  reason: Type.Optional(Type.String()),
 });
 
 const Json = Type.Object({}, { additionalProperties: true });

@@ -4,6 +4,7 @@ import type { AppContext } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
 import type { Db, Executor } from "../../platform/db/index.js";
 import { AppError, badRequest, describeProblems, type ErrorDetail, notFound } from "../../platform/errors.js";
+import { CASE_TYPES, type CaseType } from "../case-model/index.js";
 import { caseTrace, START_NOTIFICATION } from "../engine/index.js";
 import { listCaseInformationRequests } from "../rfi/rfi.service.js";
 import { listCaseTags } from "../tags/tags.repo.js";
@@ -14,8 +15,7 @@ import {
   checkTenantRequirements,
   getCompiledWorkflow,
   resolveSubmissionWorkflow,
-} from "../workflows/workflows.service.js";
-import { CASE_TYPES, type CaseType } from "./case-status.js";
+} from "../workflows/index.js";
 import {
   type CaseFilters,
   type CaseRow,

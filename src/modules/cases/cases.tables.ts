@@ -1,6 +1,6 @@
 import type { Generated } from "kysely";
 import type { CreatedAt, Json, JsonDefault, Timestamp, UpdatedAt } from "../../platform/db/schema.js";
-import type { DecisionEntry } from "./case-status.js";
+import type { DecisionEntry } from "../case-model/index.js";
 
 export interface CasesTable {
   id: string;

@@ -1,5 +1,5 @@
 import type { ErrorDetail } from "../../platform/errors.js";
-import type { CaseType } from "./case-status.js";
+import type { CaseType } from "../case-model/index.js";
 
 /**
  * The submission rules a JSON Schema cannot state: the sub-struct matching `type`, ISO codes,

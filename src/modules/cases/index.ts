@@ -13,14 +13,6 @@ export const casesModule: FeatureModule = {
 };
 
 export {
-  /** The case types of the spec: KYC, KYB, Transaction. */
-  CASE_TYPES,
-  /** The decisions a case can end in: approved, declined, in_review. */
-  DECISION_VALUES,
-  /** One of DECISION_VALUES. */
-  type DecisionValue,
-} from "./case-status.js";
-export {
   /** Closes a case for good */
   closeCase,
   /** An analyst's override */

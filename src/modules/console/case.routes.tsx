@@ -1,7 +1,8 @@
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, badRequest } from "../../platform/errors.js";
-import { closeCase, DECISION_VALUES, type DecisionValue, getCase, overrideDecision } from "../cases/index.js";
+import { DECISION_VALUES, type DecisionValue } from "../case-model/index.js";
+import { closeCase, getCase, overrideDecision } from "../cases/index.js";
 import {
   answerRequest,
   cancelRequest,

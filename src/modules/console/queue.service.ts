@@ -1,6 +1,6 @@
 import type { AppContext } from "../../platform/context.js";
 import { badRequest } from "../../platform/errors.js";
-import { CASE_TYPES } from "../cases/index.js";
+import { CASE_TYPES } from "../case-model/index.js";
 import { getTagOptions } from "../tags/index.js";
 import { getWorkflows } from "../workflows/index.js";
 import { countQueue, listQueue, QUEUE_STATUSES, type QueueRow, type QueueStatus } from "./queue.repo.js";

@@ -1,6 +1,6 @@
-import type { DecisionEntry } from "../cases/case-status.js";
+import type { DecisionEntry } from "../case-model/index.js";
 import type { CaseRow } from "../cases/cases.repo.js";
-import type { NewEvent } from "../events/events.js";
+import type { NewEvent } from "../webhooks/index.js";
 
 /**
  * The payloads of the case events the engine emits, with exactly the spec's fields and key

@@ -10,19 +10,20 @@ import {
 } from "../../platform/jobs.js";
 import { decisionLatency } from "../../platform/metrics.js";
 import { getAttributesOf } from "../attributes/index.js";
-import { type CaseStatus, type DecisionEntry, isInFlight } from "../cases/case-status.js";
+import { type CaseStatus, type DecisionEntry, isInFlight } from "../case-model/index.js";
 import { type CaseRow, findCase, lockCase, lockCases } from "../cases/cases.repo.js";
-import { emitEvents, type NewEvent } from "../events/events.js";
+import { emitEvents, type NewEvent } from "../webhooks/index.js";
 import type { CompiledWorkflow, NodeTypes } from "../workflows/index.js";
 import {
   type CompiledNode,
+  ExpressionError,
+  type ExpressionVariables,
+  getCompiledWorkflow,
   type NodeCase,
   NodeEvaluationError,
   type NodeOutcome,
   type NodeType,
-} from "../workflows/node-type.js";
-import { ExpressionError, type ExpressionVariables } from "../workflows/workflow.types.js";
-import { getCompiledWorkflow } from "../workflows/workflows.service.js";
+} from "../workflows/index.js";
 import { caseFailedEvent, decisionEvent, type ResultEnvelope } from "./engine.events.js";
 import { type CaseState, type CaseWrite, type NewStep, writeSteps } from "./engine.repo.js";
 

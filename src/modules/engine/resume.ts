@@ -1,9 +1,9 @@
 import type { AppContext } from "../../platform/context.js";
 import type { Tx } from "../../platform/db/index.js";
-import { type CaseStatus, isInFlight } from "../cases/case-status.js";
+import { type CaseStatus, isInFlight } from "../case-model/index.js";
 import { lockCase } from "../cases/cases.repo.js";
-import { emitEvents } from "../events/events.js";
-import type { OpenWait, WaitResolution } from "../workflows/node-type.js";
+import { emitEvents } from "../webhooks/index.js";
+import type { OpenWait, WaitResolution } from "../workflows/index.js";
 import {
   findWait,
   resolveOpenWaitsOfCase,

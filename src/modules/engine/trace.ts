@@ -1,5 +1,5 @@
 import type { Executor } from "../../platform/db/index.js";
-import { isJsonObject, type JsonObject, type NodeTypes, type TraceEntry } from "../workflows/node-type.js";
+import { isJsonObject, type JsonObject, type NodeTypes, type TraceEntry } from "../workflows/index.js";
 import { listSteps, type StepRow } from "./engine.repo.js";
 
 export type { TraceEntry };

@@ -1,6 +1,6 @@
 import { uuid } from "../../platform/crypto.js";
 import { AppError } from "../../platform/errors.js";
-import type { NewEvent } from "../events/index.js";
+import type { NewEvent } from "../webhooks/index.js";
 import {
   describeEnd,
   fieldReferences,

@@ -1,14 +1,14 @@
 import type { ErrorDetail } from "../../platform/errors.js";
+import type { CompiledExpression } from "../workflows/index.js";
 import {
+  compileText,
   describeEnd,
   fieldReferences,
+  LIMITS,
   type NodeExpression,
   type NodeType,
   schemaRef,
-} from "../workflows/node-type.js";
-import { compileText } from "../workflows/workflow.expressions.js";
-import { LIMITS } from "../workflows/workflow.schema.js";
-import type { CompiledExpression } from "../workflows/workflow.types.js";
+} from "../workflows/index.js";
 import { RFI_WAIT } from "./rfi.limits.js";
 import { NodeRfiError, raiseRfiFromNode } from "./rfi.node.js";
 

@@ -1,5 +1,5 @@
 import type { Executor } from "../../platform/db/index.js";
-import { emitEvent } from "../events/events.js";
+import { emitEvent } from "../webhooks/index.js";
 import type { RfiRow } from "./rfi.repo.js";
 
 /**

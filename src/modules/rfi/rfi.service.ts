@@ -2,7 +2,7 @@ import { type Actor, type AppContext, actorLabel } from "../../platform/context.
 import { uuid } from "../../platform/crypto.js";
 import type { Executor, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
-import { isCaseStatus, isTerminal } from "../cases/case-status.js";
+import { isCaseStatus, isTerminal } from "../case-model/index.js";
 import { resumeWait } from "../engine/index.js";
 import { emitRequested } from "./rfi.events.js";
 import { scheduleExpiry } from "./rfi.jobs.js";

@@ -1,7 +1,6 @@
 import type { AppContext } from "../../platform/context.js";
 import { isUuid } from "../../platform/crypto.js";
 import { badRequest, notFound } from "../../platform/errors.js";
-import { EVENT_TYPES } from "../events/events.js";
 import { requireTenant } from "../tenants/index.js";
 import {
   type AttemptRow,
@@ -13,6 +12,7 @@ import {
   markSuperseded,
 } from "./deliveries.repo.js";
 import { queueDeliveries } from "./delivery-queue.js";
+import { EVENT_TYPES } from "./events.js";
 import type { DeliveryStatus } from "./webhooks.tables.js";
 
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "succeeded", "failed"];

@@ -63,12 +63,26 @@ export {
   redeliver,
 } from "./deliveries.service.js";
 export {
+  /** The event types of the spec's Events section, `case.failed` and `webhook.test`. */
+  EVENT_TYPES,
+  /** One of EVENT_TYPES. */
+  type EventType,
+  /** Records one event in the outbox, with its first webhook delivery, in the caller's transaction. */
+  emitEvent,
+  /** `emitEvent` for many events in one statement. */
+  emitEvents,
+  /** An event to record: its type, case, webhook configuration and payload. */
+  type NewEvent,
+} from "./events.js";
+export {
   /** The tenant's webhook configurations, secrets never shown. */
   getWebhookConfigs,
   /** Creates or replaces a webhook configuration. */
   putWebhookConfig,
   /** Removes a configuration. */
   removeWebhookConfig,
+  /** What a webhook configuration's key must match. */
+  WEBHOOK_KEY_PATTERN,
   /** A webhook configuration as the operator API shows it. */
   type WebhookConfigView,
 } from "./webhook-configs.service.js";

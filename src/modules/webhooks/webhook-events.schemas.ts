@@ -1,5 +1,5 @@
 import { type TSchema, Type } from "typebox";
-import { Decision } from "../cases/cases.schemas.js";
+import { Decision } from "../case-model/index.js";
 
 /**
  * The webhook events as the OpenAPI document's `webhooks` section: each event's body schema

@@ -1,5 +1,5 @@
 import type { AppContext } from "../../platform/context.js";
-import { emitEvent } from "../events/events.js";
+import { emitEvent } from "./events.js";
 import { getWebhookConfig } from "./webhook-configs.service.js";
 
 /**

@@ -10,6 +10,10 @@ export const workflowsModule: FeatureModule = {
 
 /** The catalogue of node types a process runs workflows with, built from the features' lists. */
 export {
+  /** A compiled node: its id, its type, and whatever its node type compiled it to. */
+  type CompiledNode,
+  /** The `when` conditions of a list of clauses (`rules`, `cases`). */
+  clauseConditions,
   /** The common lines of every trace entry in words: failed, waiting, or where it went on. */
   describeEnd,
   /** The references held by plain fields (`next`, `onTimeout`…) that name a node. */
@@ -18,23 +22,69 @@ export {
   isJsonObject,
   /** A JSON object, as node definitions and outputs are. */
   type JsonObject,
+  /** The entries of a map of named expressions (`output`, `payload`). */
+  mapExpressions,
   /** The case as a node sees it. */
   type NodeCase,
+  /** A node whose expressions gave something it cannot use */
+  NodeEvaluationError,
+  /** One expression of a node definition: where it is, its source, what it must give. */
+  type NodeExpression,
+  /** What evaluating a node decided: go on, pause, decide, or fail. */
+  type NodeOutcome,
+  /** A field of a node that names the node to go on with. */
+  type NodeReference,
   /** A node type of the workflow language, whole */
   type NodeType,
   NodeTypes,
+  /** A paused node's wait as its node type sees it when it resumes. */
+  type OpenWait,
   /** A `$ref` to a shared definition of the workflow schema. */
   schemaRef,
+  /** One entry of a case's trace, as `GET /admin/cases/{caseId}` shows it. */
+  type TraceEntry,
+  /** How a wait was resolved */
+  type WaitResolution,
 } from "./node-type.js";
 /** A version compiled for the engine: its nodes, their node types, its payload check. */
 export type { CompiledWorkflow } from "./workflow.compiler.js";
 export {
+  /** Parses and type-checks a CEL condition once, for a node's `when`. */
+  compileCondition,
+  /** Parses and type-checks a node's `output` map of CEL expressions once. */
+  compileOutput,
+  /** An expression that must give a string (an information request's `to`, `subject`, `body`). */
+  compileText,
+} from "./workflow.expressions.js";
+export {
+  /** A non-empty list of at most `max` objects with exactly these properties, each required. */
+  clauses,
+  /** The limits of the workflow language (nodes, rules, expression lengths, expiries). */
+  LIMITS,
   /** What a provider id in a workflow definition must match. */
   PROVIDER_ID_PATTERN,
 } from "./workflow.schema.js";
 export {
+  /** A boolean condition */
+  type CompiledCondition,
+  /** A CEL expression parsed and type-checked once, ready to evaluate. */
+  type CompiledExpression,
+  /** A map of named expressions, evaluated together into a plain object. */
+  type CompiledOutput,
+  /** An expression evaluation that failed at run time (a missing key, a type mismatch…). */
+  ExpressionError,
+  /** What expressions read. */
+  type ExpressionVariables,
+} from "./workflow.types.js";
+export {
+  /** What a version needs of its tenant before it runs (node types' `checkTenant`, such as a provider node's… */
+  checkTenantRequirements,
+  /** Any existing version, published or not (dry runs, running cases) */
+  getCompiledWorkflow,
   /** One version of a tenant's workflow, with its definition. */
   getVersion,
   /** The tenant's workflows with their versions. */
   getWorkflows,
+  /** The version a new case runs on (`POST /cases`) */
+  resolveSubmissionWorkflow,
 } from "./workflows.service.js";

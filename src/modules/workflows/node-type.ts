@@ -1,8 +1,8 @@
 import type { AppContext } from "../../platform/context.js";
 import type { Executor, Tx } from "../../platform/db/index.js";
 import type { ErrorDetail } from "../../platform/errors.js";
-import type { DecisionSource, DecisionValue } from "../cases/case-status.js";
-import type { NewEvent } from "../events/events.js";
+import type { DecisionSource, DecisionValue } from "../case-model/index.js";
+import type { NewEvent } from "../webhooks/index.js";
 import { pathOf } from "./json-schema.js";
 import type { ExpressionKind } from "./workflow.expressions.js";
 import type { CompiledNode, ExpressionVariables } from "./workflow.types.js";

@@ -1,5 +1,5 @@
-import { DECISION_VALUES } from "../cases/case-status.js";
-import { WEBHOOK_KEY_PATTERN as WEBHOOK_KEY } from "../webhooks/webhook-configs.service.js";
+import { DECISION_VALUES } from "../case-model/index.js";
+import { WEBHOOK_KEY_PATTERN as WEBHOOK_KEY } from "../webhooks/index.js";
 import type { NodeType, NodeTypes } from "./node-type.js";
 
 /**

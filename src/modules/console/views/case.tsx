@@ -1,4 +1,4 @@
-import { DECISION_VALUES } from "../../cases/index.js";
+import { DECISION_VALUES } from "../../case-model/index.js";
 import type { InformationRequestView } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";

@@ -1,4 +1,4 @@
-import { CASE_TYPES } from "../../cases/index.js";
+import { CASE_TYPES } from "../../case-model/index.js";
 import { QUEUE_STATUSES } from "../queue.repo.js";
 import { type AGES, COUNT_CAP, type QueuePage } from "../queue.service.js";
 import { age, Badge, label, Time } from "./components.js";

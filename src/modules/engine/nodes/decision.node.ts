@@ -1,14 +1,16 @@
-import type { DecisionValue } from "../../cases/case-status.js";
+import type { DecisionValue } from "../../case-model/index.js";
+import type { CompiledCondition, CompiledOutput } from "../../workflows/index.js";
 import {
   clauseConditions,
+  clauses,
+  compileCondition,
+  compileOutput,
   describeEnd,
+  LIMITS,
   mapExpressions,
   type NodeType,
   schemaRef,
-} from "../../workflows/node-type.js";
-import { compileCondition, compileOutput } from "../../workflows/workflow.expressions.js";
-import { clauses, LIMITS } from "../../workflows/workflow.schema.js";
-import type { CompiledCondition, CompiledOutput } from "../../workflows/workflow.types.js";
+} from "../../workflows/index.js";
 import { clauseAt, matchedClause } from "./describe.js";
 
 /** Ends the workflow with a fixed `decision`, or the first case whose `when` holds, else `default`. */

@@ -1,4 +1,4 @@
-import { isJsonObject, type JsonObject } from "../../workflows/node-type.js";
+import { isJsonObject, type JsonObject } from "../../workflows/index.js";
 
 /** The clause at `index` of a list of the node's definition (`rules`, `cases`), when known. */
 export function clauseAt(

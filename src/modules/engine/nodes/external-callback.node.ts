@@ -1,16 +1,16 @@
 import { randomBase62 } from "../../../platform/crypto.js";
-import type { NewEvent } from "../../events/events.js";
+import type { NewEvent } from "../../webhooks/index.js";
+import type { CompiledOutput } from "../../workflows/index.js";
 import {
+  compileOutput,
   describeEnd,
   fieldReferences,
+  LIMITS,
   mapExpressions,
   type NodeCase,
   type NodeType,
   schemaRef,
-} from "../../workflows/node-type.js";
-import { compileOutput } from "../../workflows/workflow.expressions.js";
-import { LIMITS } from "../../workflows/workflow.schema.js";
-import type { CompiledOutput } from "../../workflows/workflow.types.js";
+} from "../../workflows/index.js";
 
 /** Emits `external_callback.dispatch` and pauses until the callback (`next`) or the expiry (`onTimeout`). */
 export interface ExternalCallbackNode {

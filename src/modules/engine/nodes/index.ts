@@ -1,4 +1,4 @@
-import type { NodeType } from "../../workflows/node-type.js";
+import type { NodeType } from "../../workflows/index.js";
 import { decisionNode } from "./decision.node.js";
 import { externalCallbackNode } from "./external-callback.node.js";
 import { notifyNode } from "./notify.node.js";

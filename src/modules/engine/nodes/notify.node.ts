@@ -1,14 +1,14 @@
-import type { NewEvent } from "../../events/events.js";
+import type { NewEvent } from "../../webhooks/index.js";
+import type { CompiledOutput } from "../../workflows/index.js";
 import {
+  compileOutput,
   describeEnd,
   fieldReferences,
   mapExpressions,
   type NodeCase,
   type NodeType,
   schemaRef,
-} from "../../workflows/node-type.js";
-import { compileOutput } from "../../workflows/workflow.expressions.js";
-import type { CompiledOutput } from "../../workflows/workflow.types.js";
+} from "../../workflows/index.js";
 
 /** Emits `node.notification` with `output`, then goes on to `next`. */
 export interface NotifyNode {

@@ -1,15 +1,16 @@
+import type { CompiledCondition } from "../../workflows/index.js";
 import {
   clauseConditions,
+  clauses,
+  compileCondition,
   describeEnd,
   fieldReferences,
   isJsonObject,
+  LIMITS,
   type NodeReference,
   type NodeType,
   schemaRef,
-} from "../../workflows/node-type.js";
-import { compileCondition } from "../../workflows/workflow.expressions.js";
-import { clauses, LIMITS } from "../../workflows/workflow.schema.js";
-import type { CompiledCondition } from "../../workflows/workflow.types.js";
+} from "../../workflows/index.js";
 import { clauseAt, matchedClause } from "./describe.js";
 
 /** Rules in order: the first whose `when` holds picks `next`; when none holds, `default`. */

@@ -1,19 +1,17 @@
-import type { DecisionValue } from "../../cases/case-status.js";
+import type { DecisionValue } from "../../case-model/index.js";
+import type { CompiledCondition, CompiledOutput, ExpressionVariables } from "../../workflows/index.js";
 import {
   clauseConditions,
+  clauses,
+  compileCondition,
+  compileOutput,
   describeEnd,
   isJsonObject,
+  LIMITS,
   mapExpressions,
   type NodeType,
   schemaRef,
-} from "../../workflows/node-type.js";
-import { compileCondition, compileOutput } from "../../workflows/workflow.expressions.js";
-import { clauses, LIMITS } from "../../workflows/workflow.schema.js";
-import type {
-  CompiledCondition,
-  CompiledOutput,
-  ExpressionVariables,
-} from "../../workflows/workflow.types.js";
+} from "../../workflows/index.js";
 import { clauseAt } from "./describe.js";
 
 /** Sums the points of every rule that holds; the band with the highest minScore not above it decides. */

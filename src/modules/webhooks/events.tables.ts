@@ -10,7 +10,7 @@ export interface EventsTable {
   created_at: CreatedAt;
 }
 
-/** Row types of the events module's tables. */
+/** Row types of the events outbox, kept by the webhooks module with the deliveries it causes. */
 export interface EventsTables {
   events: EventsTable;
 }

@@ -2,7 +2,7 @@ import { sql } from "kysely";
 import { uuid } from "../../platform/crypto.js";
 import type { Executor } from "../../platform/db/index.js";
 import { notifyJobs } from "../../platform/jobs.js";
-import { DEFAULT_WEBHOOK_KEY, deliveryJob, serializeBody } from "../webhooks/delivery-queue.js";
+import { DEFAULT_WEBHOOK_KEY, deliveryJob, serializeBody } from "./delivery-queue.js";
 
 /**
  * The event types of the spec's Events section, `case.failed` (contract section 2) and
