@@ -6,6 +6,7 @@ import { installAuth } from "./auth.plugin.js";
 /** API keys and the authentication of every request (keys, the operator token, scopes). */
 export const authModule: FeatureModule = {
   name: "auth",
+  tables: ["api_keys"],
   install: installAuth,
   routes: apiKeysRoutes,
   cli: apiKeysCli,

@@ -1,4 +1,4 @@
-import { type Selectable, sql, type Updateable } from "kysely";
+import { type RawBuilder, type Selectable, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
 import type { Executor } from "../../platform/db/index.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
@@ -238,4 +238,72 @@ function pageOfCases(
     );
   }
   return query.orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).execute();
+}
+
+const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+
+/** A case's new state after a step, as the engine writes it with the other cases of its batch. */
+export interface CaseStateWrite {
+  caseId: string;
+  tenantId: string;
+  status: string;
+  stepSeq: number;
+  currentNodeId: string | null;
+  nodeOutputs: Record<string, unknown>;
+  decision: unknown;
+  decisionHistory: unknown[];
+  workflowResult: unknown;
+  error: unknown;
+}
+
+/**
+ * The update of a batch of cases' states, as one part of a larger statement: the engine writes
+ * a batch of steps, the cases' new states, their waits and their jobs in one round trip, and
+ * this is the cases table's share of it, kept here with the table's other writes.
+ */
+export function caseStatesUpdate(states: CaseStateWrite[], now: Date): RawBuilder<unknown> {
+  const rows = sql.join(
+    states.map((c) => {
+      const values = [
+        sql`${c.caseId}::uuid`,
+        sql`${c.tenantId}::uuid`,
+        sql`${c.status}::text`,
+        sql`${c.stepSeq}::int`,
+        sql`${c.currentNodeId}::text`,
+        sql`${JSON.stringify(c.nodeOutputs)}::jsonb`,
+        sql`${jsonOrNull(c.decision)}::jsonb`,
+        sql`${JSON.stringify(c.decisionHistory)}::jsonb`,
+        sql`${jsonOrNull(c.workflowResult)}::json`,
+        sql`${jsonOrNull(c.error)}::jsonb`,
+      ];
+      return sql`(${sql.join(values)})`;
+    }),
+  );
+  return sql`
+    UPDATE cases c
+    SET status = v.status, step_seq = v.step_seq, current_node_id = v.current_node_id,
+        node_outputs = v.node_outputs, decision = v.decision, decision_history = v.decision_history,
+        workflow_result = v.workflow_result, error = v.error, updated_at = ${now}::timestamptz
+    FROM (VALUES ${rows}) AS v(id, tenant_id, status, step_seq, current_node_id, node_outputs, decision,
+                                 decision_history, workflow_result, error)
+    WHERE c.id = v.id AND c.tenant_id = v.tenant_id`;
+}
+
+/**
+ * Claims up to `limit` cases waiting to start, oldest first, for the rest of the transaction:
+ * cases another transaction holds are skipped, so that starters in any number of processes
+ * share the work. Tenant checks are not needed: every case runs on its own tenant's workflow.
+ */
+export function claimReceivedCases(tx: Executor, limit: number): Promise<CaseRow[]> {
+  return tx
+    .selectFrom("cases")
+    .selectAll()
+    .where("status", "=", "received")
+    .where("current_node_id", "is not", null)
+    .orderBy("created_at")
+    .orderBy("id")
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
 }

@@ -5,6 +5,7 @@ import { casesRoutes } from "./cases.routes.js";
 
 export const casesModule: FeatureModule = {
   name: "cases",
+  tables: ["cases"],
   routes(app, ctx) {
     casesRoutes(app, ctx);
     casesAdminRoutes(app, ctx);

@@ -3,8 +3,7 @@ import type { Tx } from "../../platform/db/index.js";
 import { enqueue, JOBS_CHANNEL } from "../../platform/jobs.js";
 import { jobRuns } from "../../platform/metrics.js";
 import { getAttributesOf } from "../attributes/index.js";
-import { type CaseRow, lockCase, updateCase } from "../cases/cases.repo.js";
-import { claimReceivedCases } from "./engine.repo.js";
+import { type CaseRow, claimReceivedCases, lockCase, updateCase } from "../cases/cases.repo.js";
 import { commit, type Planned, runChain, stepJob, workflowOf } from "./engine.service.js";
 
 /**

@@ -2,7 +2,7 @@ import type { QueryCreator } from "kysely";
 import { type Selectable, sql } from "kysely";
 import type { Database, Executor } from "../../platform/db/index.js";
 import { insertJobs, type JobSpec, notifyJobs } from "../../platform/jobs.js";
-import type { CaseRow } from "../cases/cases.repo.js";
+import { type CaseStateWrite, caseStatesUpdate } from "../cases/cases.repo.js";
 import type { CaseStepsTable, CaseWaitsTable } from "./engine.tables.js";
 
 export type WaitRow = Selectable<CaseWaitsTable>;
@@ -45,16 +45,7 @@ function stepValues(step: NewStep) {
 }
 
 /** The workflow columns of a case, as a step leaves them. */
-export interface CaseState {
-  status: string;
-  stepSeq: number;
-  currentNodeId: string | null;
-  nodeOutputs: Record<string, unknown>;
-  decision: unknown;
-  decisionHistory: unknown[];
-  workflowResult: unknown;
-  error: unknown;
-}
+export type CaseState = Omit<CaseStateWrite, "caseId" | "tenantId">;
 
 /**
  * What one step did to one case, written with the other cases of its batch by `writeSteps`: the
@@ -100,32 +91,12 @@ export async function writeSteps(tx: Executor, writes: CaseWrite[]): Promise<Map
       WHERE s.tenant_id = v.tenant_id AND s.case_id = v.case_id AND s.seq = v.seq
     )`);
   }
-  const states = sql.join(
-    writes.map(({ caseId, tenantId, state: c }) => {
-      const values = [
-        sql`${caseId}::uuid`,
-        sql`${tenantId}::uuid`,
-        sql`${c.status}::text`,
-        sql`${c.stepSeq}::int`,
-        sql`${c.currentNodeId}::text`,
-        sql`${JSON.stringify(c.nodeOutputs)}::jsonb`,
-        sql`${jsonOrNull(c.decision)}::jsonb`,
-        sql`${JSON.stringify(c.decisionHistory)}::jsonb`,
-        sql`${jsonOrNull(c.workflowResult)}::json`,
-        sql`${jsonOrNull(c.error)}::jsonb`,
-      ];
-      return sql`(${sql.join(values)})`;
-    }),
+  parts.push(
+    sql`kase AS (${caseStatesUpdate(
+      writes.map((w) => ({ caseId: w.caseId, tenantId: w.tenantId, ...w.state })),
+      now,
+    )})`,
   );
-  parts.push(sql`kase AS (
-    UPDATE cases c
-    SET status = v.status, step_seq = v.step_seq, current_node_id = v.current_node_id,
-        node_outputs = v.node_outputs, decision = v.decision, decision_history = v.decision_history,
-        workflow_result = v.workflow_result, error = v.error, updated_at = ${now}::timestamptz
-    FROM (VALUES ${states}) AS v(id, tenant_id, status, step_seq, current_node_id, node_outputs, decision,
-                                 decision_history, workflow_result, error)
-    WHERE c.id = v.id AND c.tenant_id = v.tenant_id
-  )`);
   const waits = writes.flatMap((w) => w.waits).map(waitValues);
   if (waits.length > 0) parts.push(sql`wait AS (${tx.insertInto("case_waits").values(waits)})`);
   const jobs = writes.flatMap((w) => w.jobs);
@@ -256,24 +227,5 @@ export async function resolveOpenWaitsOfCase(
     .where("tenant_id", "=", tenantId)
     .where("case_id", "=", caseId)
     .where("resolved_at", "is", null)
-    .execute();
-}
-
-/**
- * Claims up to `limit` cases waiting to start, oldest first, for the rest of the transaction:
- * cases another transaction holds are skipped, so that starters in any number of processes
- * share the work. Tenant checks are not needed: every case runs on its own tenant's workflow.
- */
-export function claimReceivedCases(tx: Executor, limit: number): Promise<CaseRow[]> {
-  return tx
-    .selectFrom("cases")
-    .selectAll()
-    .where("status", "=", "received")
-    .where("current_node_id", "is not", null)
-    .orderBy("created_at")
-    .orderBy("id")
-    .limit(limit)
-    .forUpdate()
-    .skipLocked()
     .execute();
 }

@@ -34,6 +34,7 @@ async function giveUpStep(ctx: AppContext, job: ClaimedJob, attempts: number, tx
 
 export const engineModule: FeatureModule = {
   name: "engine",
+  tables: ["case_steps", "case_waits"],
   nodeTypes: [...engineNodeTypes],
   background: (ctx) => [new CaseStarter(ctx)],
   routes: engineRoutes,

@@ -16,6 +16,7 @@ export { getProviderConfigs } from "./provider-configs.service.js";
  */
 export const providersModule: FeatureModule = {
   name: "providers",
+  tables: ["provider_configs", "provider_runs", "provider_calls", "provider_events"],
   nodeTypes: [providerNode],
   async routes(app, ctx) {
     actionsRoutes(app, ctx);

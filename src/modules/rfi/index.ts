@@ -8,6 +8,7 @@ import { uploadRoutes } from "./uploads.routes.js";
 
 export const rfiModule: FeatureModule = {
   name: "rfi",
+  tables: ["information_requests", "rfi_upload_slots", "rfi_case_upload_budgets"],
   nodeTypes: [informationRequestNode],
   async routes(app, ctx) {
     rfiRoutes(app, ctx);

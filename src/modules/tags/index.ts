@@ -2,7 +2,12 @@ import type { FeatureModule } from "../../platform/app-types.js";
 import { tagsCli } from "./tags.cli.js";
 import { tagsRoutes } from "./tags.routes.js";
 
-export const tagsModule: FeatureModule = { name: "tags", routes: tagsRoutes, cli: tagsCli };
+export const tagsModule: FeatureModule = {
+  name: "tags",
+  tables: ["tag_options", "case_tags"],
+  routes: tagsRoutes,
+  cli: tagsCli,
+};
 
 export {
   /** Applies a tag */

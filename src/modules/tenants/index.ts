@@ -2,7 +2,12 @@ import type { FeatureModule } from "../../platform/app-types.js";
 import { tenantsCli } from "./tenants.cli.js";
 import { tenantsRoutes } from "./tenants.routes.js";
 
-export const tenantsModule: FeatureModule = { name: "tenants", routes: tenantsRoutes, cli: tenantsCli };
+export const tenantsModule: FeatureModule = {
+  name: "tenants",
+  tables: ["tenants"],
+  routes: tenantsRoutes,
+  cli: tenantsCli,
+};
 
 export {
   /** The tenant, or a 404 for an unknown (or malformed) id. */

@@ -14,7 +14,12 @@ export {
 } from "./sessions.service.js";
 export * from "./users.service.js";
 
-export const usersModule: FeatureModule = { name: "users", routes: usersRoutes, cli: usersCli };
+export const usersModule: FeatureModule = {
+  name: "users",
+  tables: ["console_users", "console_sessions", "console_signin_failures", "console_audit"],
+  routes: usersRoutes,
+  cli: usersCli,
+};
 
 export {
   /** The shortest password a console user may set. */

@@ -33,6 +33,7 @@ export function webhookDeliveryHandlers(ctx: AppContext): JobHandler[] {
 /** Webhook endpoints, their secrets, delivery of events and its log. */
 export const webhooksModule: FeatureModule = {
   name: "webhooks",
+  tables: ["webhook_configs", "events", "webhook_deliveries", "webhook_attempts"],
   openapi: { webhooks: webhooksSection },
   background: (ctx, options) => [
     new JobWorker(ctx.db, webhookDeliveryHandlers(ctx), {
