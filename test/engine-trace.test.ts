@@ -5,7 +5,7 @@ import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.js";
 import { createAppContext } from "../src/context.js";
-import { stepJob } from "../src/modules/engine/engine.service.js";
+import { stepJob } from "../src/modules/engine/step-jobs.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import type { App } from "../src/platform/app-types.js";
 import type { AppContext } from "../src/platform/context.js";

@@ -2,8 +2,8 @@ import type { AppContext } from "../../platform/context.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { findCase } from "../cases/cases.repo.js";
 import { listOpenWaits } from "./engine.repo.js";
-import { workflowOf } from "./engine.service.js";
 import { CALLBACK_WAIT } from "./nodes/external-callback.node.js";
+import { workflowOf } from "./plan.js";
 import { openWait, resumeWait, TIMEOUT } from "./resume.js";
 
 export interface CallbackAccepted {

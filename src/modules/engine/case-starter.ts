@@ -4,7 +4,9 @@ import { enqueue, JOBS_CHANNEL } from "../../platform/jobs.js";
 import { jobRuns } from "../../platform/metrics.js";
 import { getAttributesOf } from "../attributes/index.js";
 import { type CaseRow, claimReceivedCases, lockCase, updateCase } from "../cases/cases.repo.js";
-import { commit, type Planned, runChain, stepJob, workflowOf } from "./engine.service.js";
+import { runChain } from "./chain.js";
+import { commit, type Planned, workflowOf } from "./plan.js";
+import { stepJob } from "./step-jobs.js";
 
 /**
  * What a new case's insert notifies on the jobs channel, so that idle starters wake at once.

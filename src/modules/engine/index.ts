@@ -4,18 +4,17 @@ import type { Tx } from "../../platform/db/index.js";
 import type { ClaimedJob, JobHandler } from "../../platform/jobs.js";
 import { CaseStarter } from "./case-starter.js";
 import { engineRoutes } from "./engine.routes.js";
+import { runCallStep, runSteps } from "./engine.service.js";
+import { engineNodeTypes } from "./nodes/index.js";
+import { failStrandedCase, resumeWait, TIMEOUT } from "./resume.js";
 import {
   CALL_JOB,
-  runCallStep,
-  runSteps,
   STEP_BATCH,
   STEP_JOB,
   type StepPayload,
   WAIT_TIMEOUT_JOB,
   type WaitTimeoutPayload,
-} from "./engine.service.js";
-import { engineNodeTypes } from "./nodes/index.js";
-import { failStrandedCase, resumeWait, TIMEOUT } from "./resume.js";
+} from "./step-jobs.js";
 
 export { findOpenWaitsByRef, type WaitLookup, type WaitRow } from "./engine.repo.js";
 export type { ResumeResult } from "./resume.js";

@@ -11,7 +11,8 @@ import {
   type WaitLookup,
   type WaitRow,
 } from "./engine.repo.js";
-import { commit, emptyPlan, failCase, nodeOf, type Planned, stepJob, workflowOf } from "./engine.service.js";
+import { commit, emptyPlan, failCase, nodeOf, type Planned, stepRecord, workflowOf } from "./plan.js";
+import { stepJob } from "./step-jobs.js";
 
 /** The resolution the engine itself reports when a wait that times out reaches its expiry. */
 export const TIMEOUT = "timeout";
@@ -68,20 +69,11 @@ export async function resumeWait(
   }
   await resolveWait(tx, row.tenant_id, wait.id, resolution.kind);
   const plan = emptyPlan(row);
-  const step = {
-    tenantId: row.tenant_id,
-    caseId: row.id,
-    seq: wait.seq,
-    nodeId: wait.node_id,
-    nodeType: node.type,
-    status: "completed" as "completed" | "failed",
-    output: outcome.output ?? null,
-    nextNodeId: null as string | null,
-    error: null as Record<string, unknown> | null,
-    explain: outcome.explain ?? null,
-    startedAt: wait.created_at,
-    finishedAt: new Date(),
-  };
+  const step = stepRecord(
+    row,
+    { seq: wait.seq, nodeId: wait.node_id, nodeType: node.type, startedAt: wait.created_at },
+    outcome,
+  );
   plan.write.completes.push(step);
   plan.write.state = { ...plan.write.state, stepSeq: wait.seq };
   if (outcome.kind === "fail") {
@@ -119,24 +111,17 @@ export async function failStrandedCase(
   const nodeId = target.nodeId ?? row.current_node_id ?? "unknown";
   const plan: Planned = emptyPlan(row);
   const now = new Date();
-  const step = {
-    tenantId: row.tenant_id,
-    caseId: row.id,
-    nodeId,
-    // The workflow may be what is wrong with the case: the step is recorded without it then.
-    nodeType:
-      (await workflowOf(ctx.nodeTypes, tx, row).catch(() => undefined))?.nodes.get(nodeId)?.type ?? "unknown",
-    status: "failed" as const,
-    output: null,
-    nextNodeId: null,
-    error: { message },
-    explain: null,
-    startedAt: now,
-    finishedAt: now,
-  };
+  // The workflow may be what is wrong with the case: the step is recorded without it then.
+  const nodeType =
+    (await workflowOf(ctx.nodeTypes, tx, row).catch(() => undefined))?.nodes.get(nodeId)?.type ?? "unknown";
+  const step = stepRecord(
+    row,
+    { seq: row.step_seq, nodeId, nodeType, startedAt: now, finishedAt: now },
+    { failed: message },
+  );
   if (row.status === "waiting") {
     await resolveOpenWaitsOfCase(tx, row.tenant_id, row.id, "failed");
-    plan.write.completes.push({ ...step, seq: row.step_seq });
+    plan.write.completes.push(step);
   } else {
     plan.write.inserts.push({ ...step, seq: row.step_seq + 1 });
     plan.write.state = { ...plan.write.state, stepSeq: row.step_seq + 1 };

@@ -1,0 +1,158 @@
+import type { AppContext } from "../../platform/context.js";
+import { uuid } from "../../platform/crypto.js";
+import type { Tx } from "../../platform/db/index.js";
+import type { ClaimToken } from "../../platform/jobs.js";
+import type { DecisionEntry } from "../case-model/index.js";
+import type { CaseRow } from "../cases/cases.repo.js";
+import type { CompiledWorkflow } from "../workflows/index.js";
+import {
+  type CompiledNode,
+  ExpressionError,
+  NodeEvaluationError,
+  type NodeOutcome,
+  type NodeType,
+} from "../workflows/index.js";
+import { decisionEvent } from "./engine.events.js";
+import { emptyPlan, failCase, nodeCaseOf, nodeOf, type Planned, stepRecord, variablesOf } from "./plan.js";
+import { CALL_JOB, stepJob, waitTimeoutJob } from "./step-jobs.js";
+
+/** Evaluates a node; an expression that fails, or a value the node cannot use, fails the case. */
+async function evaluate(
+  type: NodeType,
+  node: CompiledNode,
+  input: Parameters<NodeType["evaluate"]>[1],
+): Promise<NodeOutcome> {
+  try {
+    return await type.evaluate(node, input);
+  } catch (err) {
+    if (err instanceof ExpressionError || err instanceof NodeEvaluationError) {
+      return { kind: "fail", message: err.message };
+    }
+    throw err;
+  }
+}
+
+interface ChainStart {
+  seq: number;
+  nodeId: string;
+  attributes: Record<string, unknown>;
+  claim: ClaimToken | undefined;
+  /** The result of an external node's call, when the chain starts at that node. */
+  called?: { value: unknown };
+}
+
+/**
+ * Runs the case's nodes from `start` in the step's transaction, each its own step row, until the
+ * workflow ends, pauses, fails, or reaches a node that calls outside the service (that node gets
+ * a job of its own, run as the continuation of this one when a claim token is given).
+ */
+export async function runChain(
+  ctx: AppContext,
+  tx: Tx,
+  row: CaseRow,
+  wf: CompiledWorkflow,
+  start: ChainStart,
+): Promise<Planned> {
+  const plan = emptyPlan(row);
+  const outputs = { ...row.node_outputs };
+  const kase = nodeCaseOf(row);
+  let seq = start.seq;
+  let nodeId = start.nodeId;
+  for (;;) {
+    const { node, type } = nodeOf(wf, nodeId);
+    const first = seq === start.seq;
+    if (type.effects === "external" && !(first && start.called)) {
+      const job = {
+        ...stepJob(row.tenant_id, row.id, seq, nodeId, CALL_JOB),
+        ...(start.claim ? { claimedBy: start.claim } : {}),
+      };
+      plan.write.jobs.push(job);
+      if (start.claim) plan.continuation = job;
+      plan.write.state = { ...plan.write.state, status: "running", stepSeq: seq - 1, currentNodeId: nodeId };
+      return plan;
+    }
+    const startedAt = new Date();
+    const vars = variablesOf(row, start.attributes, outputs);
+    const outcome = await evaluate(type, node, {
+      ctx,
+      tx,
+      vars,
+      case: kase,
+      seq,
+      ...(first && start.called ? { called: start.called.value } : {}),
+    });
+    const step = stepRecord(row, { seq, nodeId, nodeType: node.type, startedAt }, outcome);
+    plan.write.inserts.push(step);
+    plan.write.state = { ...plan.write.state, stepSeq: seq };
+    switch (outcome.kind) {
+      case "continue":
+        step.nextNodeId = outcome.next;
+        outputs[nodeId] = outcome.output;
+        plan.events.push(...(outcome.events ?? []));
+        plan.write.state = {
+          ...plan.write.state,
+          status: "running",
+          currentNodeId: outcome.next,
+          nodeOutputs: outputs,
+        };
+        seq += 1;
+        nodeId = outcome.next;
+        continue;
+      case "decide": {
+        outputs[nodeId] = outcome.output;
+        const entry: DecisionEntry = {
+          value: outcome.decision,
+          source: outcome.source,
+          actor: `node:${nodeId}`,
+          decidedAt: step.finishedAt?.toISOString() ?? startedAt.toISOString(),
+        };
+        const result = { decision: entry, decisionHistory: [entry], workflow_result: outcome.result };
+        plan.write.state = {
+          ...plan.write.state,
+          status: outcome.decision === "in_review" ? "in_review" : "decided",
+          currentNodeId: null,
+          nodeOutputs: outputs,
+          decision: entry,
+          decisionHistory: [entry],
+          workflowResult: outcome.result,
+        };
+        const type = outcome.decision === "in_review" ? "case.pending_review" : "case.decided";
+        plan.events.push(decisionEvent(type, row, result, new Date(entry.decidedAt)));
+        return plan;
+      }
+      case "wait": {
+        step.status = "waiting";
+        step.finishedAt = null;
+        const { wait } = outcome;
+        const waitId = wait.id ?? uuid();
+        plan.write.waits.push({
+          id: waitId,
+          tenantId: row.tenant_id,
+          caseId: row.id,
+          seq,
+          nodeId,
+          kind: wait.kind,
+          ref: wait.ref,
+          providerId: wait.providerId ?? null,
+          expiresAt: wait.expiresAt,
+          data: wait.data ?? null,
+        });
+        if (wait.timesOut && wait.expiresAt)
+          plan.write.jobs.push(waitTimeoutJob(row, waitId, wait.expiresAt));
+        plan.events.push(...(outcome.events ?? []));
+        plan.write.state = {
+          ...plan.write.state,
+          status: "waiting",
+          currentNodeId: nodeId,
+          nodeOutputs: outputs,
+        };
+        return plan;
+      }
+      case "fail":
+        step.status = "failed";
+        step.error = { message: outcome.message };
+        failCase(ctx, row, plan, nodeId, outcome.message);
+        return plan;
+    }
+  }
+}
