@@ -17,14 +17,12 @@ import { audit } from "./audit.js";
 import { pageOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
 import { listProviders } from "./providers.js";
-import {
-  ApiKeysView,
-  ProvidersView,
-  SETTINGS_NOTICES,
-  TagsView,
-  UsersView,
-  WebhooksView,
-} from "./views/settings.js";
+import { ApiKeysView } from "./views/settings/api-keys.js";
+import { SETTINGS_NOTICES } from "./views/settings/layout.js";
+import { ProvidersView } from "./views/settings/providers.js";
+import { TagsView } from "./views/settings/tags.js";
+import { UsersView } from "./views/settings/users.js";
+import { WebhooksView } from "./views/settings/webhooks.js";
 
 type Done = { Querystring: { done?: string } };
 

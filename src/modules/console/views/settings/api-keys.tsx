@@ -1,0 +1,103 @@
+import { type ApiKeyView, SCOPES } from "../../../auth/index.js";
+import { Time } from "../components.js";
+import { Csrf, type PageContext } from "../layout.js";
+import { ACTIONS, DataTable, Panel, PostButton, Secret, SettingsLayout } from "./layout.js";
+
+/** Settings › API keys: the tenant's keys, creating one (its value shown once), deleting one. */
+export function ApiKeysView({
+  page,
+  keys,
+  created,
+  notice,
+}: {
+  page: PageContext;
+  keys: ApiKeyView[];
+  created?: ApiKeyView & { key: string };
+  notice?: string;
+}) {
+  return (
+    <SettingsLayout
+      page={page}
+      title="API keys"
+      intro="Keys your systems use to call the partner API."
+      notice={notice}
+    >
+      {created ? (
+        <Secret
+          id="new-key"
+          title={`New key “${created.name}”`}
+          value={created.key}
+          note="Copy the key now and store it safely: it is shown this once and cannot be recovered."
+        />
+      ) : null}
+      <div class="grid grid-case">
+        <Panel id="keys" title="Keys">
+          <DataTable
+            rows={keys}
+            empty="No API keys yet."
+            columns={[
+              { head: "Name" },
+              { head: "Key" },
+              { head: "Scopes" },
+              { head: "Last used" },
+              { head: "Created", narrow: true },
+              ACTIONS,
+            ]}
+            row={(k) => (
+              <>
+                <td>
+                  <strong>{k.name}</strong>
+                  {k.expiresAt ? (
+                    <div class="small muted">
+                      expires <Time iso={k.expiresAt} />
+                    </div>
+                  ) : null}
+                </td>
+                <td class="mono">{k.keyHint}</td>
+                <td class="small">{k.scopes.join(", ")}</td>
+                <td>{k.lastUsedAt ? <Time iso={k.lastUsedAt} /> : <span class="muted">never</span>}</td>
+                <td class="hide-narrow">
+                  <Time iso={k.createdAt} />
+                </td>
+                <td>
+                  <PostButton
+                    page={page}
+                    action={`/console/settings/api-keys/${k.keyId}/delete`}
+                    confirm={`Delete the key “${k.name}”? Systems using it stop working at once.`}
+                    danger
+                    label="Delete"
+                    ariaLabel={`Delete key ${k.name}`}
+                  />
+                </td>
+              </>
+            )}
+          />
+        </Panel>
+        <Panel id="new-key" title="Create a key">
+          <form method="post" action="/console/settings/api-keys" class="stack">
+            <Csrf page={page} />
+            <label class="field">
+              Name <span class="hint">what uses it, e.g. “onboarding service”</span>
+              <input type="text" name="name" required maxLength={200} />
+            </label>
+            <fieldset class="checks">
+              <legend>Scopes</legend>
+              {SCOPES.map((s) => (
+                <label>
+                  <input type="checkbox" name="scopes" value={s} /> {s}
+                </label>
+              ))}
+            </fieldset>
+            <label class="field">
+              Expires (UTC) <span class="hint">optional</span>
+              <input type="datetime-local" name="expiresAt" />
+            </label>
+            <button type="submit" class="primary">
+              Create key
+            </button>
+          </form>
+        </Panel>
+      </div>
+    </SettingsLayout>
+  );
+}

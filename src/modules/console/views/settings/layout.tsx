@@ -1,0 +1,173 @@
+import type { ComponentChildren } from "preact";
+import { can } from "../../../users/index.js";
+import { Csrf, Layout, Notice, type PageContext } from "../layout.js";
+
+const SECTIONS = [
+  { href: "/console/settings/api-keys", title: "API keys", permission: "apikeys:write" },
+  { href: "/console/settings/tags", title: "Tags", permission: "tags:manage" },
+  { href: "/console/settings/webhooks", title: "Webhooks", permission: "webhooks:manage" },
+  { href: "/console/settings/providers", title: "Providers", permission: "webhooks:manage" },
+  { href: "/console/settings/users", title: "Users", permission: "users:manage" },
+] as const;
+
+export const SETTINGS_NOTICES: Record<string, string> = {
+  "key-deleted": "The API key was deleted: it stops working with the next request.",
+  "tag-saved": "The tag vocabulary was updated.",
+  "webhook-saved": "The webhook configuration was saved.",
+  "webhook-deleted": "The webhook configuration was deleted.",
+  redelivered: "The event was queued for delivery again, with a fresh webhookId.",
+  "test-sent": "A webhook.test event was queued; it appears in the delivery log below.",
+  "role-changed": "The role was changed; the user's sessions have ended.",
+  "user-deleted": "The user was deleted and signed out everywhere.",
+};
+
+/** A settings page: the heading, the tabs the user may open, a notice, then the page. */
+export function SettingsLayout({
+  page,
+  title,
+  intro,
+  notice,
+  children,
+}: {
+  page: PageContext;
+  title: string;
+  intro: string;
+  notice?: string;
+  children: ComponentChildren;
+}) {
+  const role = page.session?.role;
+  return (
+    <Layout page={page} title={title}>
+      <div class="page-head">
+        <div>
+          <h1>Settings</h1>
+          <p>{intro}</p>
+        </div>
+      </div>
+      <nav class="tabs" aria-label="Settings">
+        {SECTIONS.filter((s) => role && can(role, s.permission)).map((s) => (
+          <a href={s.href} aria-current={page.path === s.href ? "page" : undefined}>
+            {s.title}
+          </a>
+        ))}
+      </nav>
+      {notice ? <Notice kind="ok">{notice}</Notice> : null}
+      {children}
+    </Layout>
+  );
+}
+
+/** A value shown once (a new key, a setup link), with a button that copies it. */
+export function Secret({
+  id,
+  title,
+  value,
+  note,
+}: {
+  id: string;
+  title: string;
+  value: string;
+  note: string;
+}) {
+  return (
+    <section class="panel" aria-labelledby={`${id}-title`}>
+      <h2 id={`${id}-title`}>{title}</h2>
+      <p>{note}</p>
+      <div class="secret">
+        <code id={id}>{value}</code>
+        <button type="button" data-copy={id}>
+          Copy
+        </button>
+      </div>
+    </section>
+  );
+}
+
+/** A titled panel of a settings page; its heading's id is `<id>-title`. */
+export function Panel({ id, title, children }: { id: string; title: string; children: ComponentChildren }) {
+  return (
+    <section class="panel" aria-labelledby={`${id}-title`}>
+      <h2 id={`${id}-title`}>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+/** A column of a settings table: its head, and whether it holds numbers or hides on narrow screens. */
+export interface Column {
+  head: ComponentChildren;
+  num?: boolean;
+  narrow?: boolean;
+}
+
+/** The last column of a table, whose cells hold a row's buttons. */
+export const ACTIONS: Column = { head: <span class="skip">Actions</span> };
+
+/** A table of rows, one `<tr>` each, or the `empty` line when there are none. */
+export function DataTable<T>({
+  rows,
+  columns,
+  row,
+  empty,
+}: {
+  rows: readonly T[];
+  columns: Column[];
+  row: (item: T) => ComponentChildren;
+  empty?: string;
+}) {
+  if (rows.length === 0 && empty !== undefined) return <p class="muted">{empty}</p>;
+  return (
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th
+                scope="col"
+                class={[c.num ? "num" : "", c.narrow ? "hide-narrow" : ""].join(" ").trim() || undefined}
+              >
+                {c.head}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((item) => (
+            <tr>{row(item)}</tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** A one-button form that posts to `action` (with the CSRF token and any hidden fields). */
+export function PostButton({
+  page,
+  action,
+  label,
+  ariaLabel,
+  confirm,
+  danger,
+  fields,
+}: {
+  page: PageContext;
+  action: string;
+  label: string;
+  ariaLabel?: string;
+  confirm?: string;
+  danger?: boolean;
+  fields?: Record<string, string>;
+}) {
+  return (
+    <form method="post" action={action} data-confirm={confirm}>
+      <Csrf page={page} />
+      {Object.entries(fields ?? {}).map(([name, value]) => (
+        <input type="hidden" name={name} value={value} />
+      ))}
+      <button type="submit" class={danger ? "danger" : undefined} aria-label={ariaLabel}>
+        {label}
+      </button>
+    </form>
+  );
+}

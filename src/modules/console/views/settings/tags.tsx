@@ -1,0 +1,67 @@
+import type { TagOptionView } from "../../../tags/index.js";
+import { Badge, Time } from "../components.js";
+import { Csrf, type PageContext } from "../layout.js";
+import { ACTIONS, DataTable, Panel, PostButton, SettingsLayout } from "./layout.js";
+
+/** Settings › Tags: the tag vocabulary, enabling and disabling a tag, adding one. */
+export function TagsView({
+  page,
+  options,
+  notice,
+}: {
+  page: PageContext;
+  options: TagOptionView[];
+  notice?: string;
+}) {
+  return (
+    <SettingsLayout
+      page={page}
+      title="Tags"
+      intro="The tag vocabulary: the tags analysts and partners may put on cases. Disabling a tag stops new uses; cases keep the tags they carry."
+      notice={notice}
+    >
+      <div class="grid grid-case">
+        <Panel id="tags" title="Vocabulary">
+          <DataTable
+            rows={options}
+            empty="No tags yet."
+            columns={[{ head: "Tag" }, { head: "State" }, { head: "Changed", narrow: true }, ACTIONS]}
+            row={(o) => (
+              <>
+                <td class="mono">{o.tag}</td>
+                <td>
+                  <Badge value={o.enabled ? "enabled" : "disabled"} />
+                </td>
+                <td class="hide-narrow">
+                  <Time iso={o.updatedAt} />
+                </td>
+                <td>
+                  <PostButton
+                    page={page}
+                    action="/console/settings/tags"
+                    fields={{ tag: o.tag, enabled: o.enabled ? "false" : "true" }}
+                    label={o.enabled ? "Disable" : "Enable"}
+                    ariaLabel={`${o.enabled ? "Disable" : "Enable"} tag ${o.tag}`}
+                  />
+                </td>
+              </>
+            )}
+          />
+        </Panel>
+        <Panel id="add-tag" title="Add a tag">
+          <form method="post" action="/console/settings/tags" class="stack">
+            <Csrf page={page} />
+            <input type="hidden" name="enabled" value="true" />
+            <label class="field">
+              Tag <span class="hint">up to 64 characters, e.g. fraud-ring</span>
+              <input type="text" name="tag" required maxLength={64} />
+            </label>
+            <button type="submit" class="primary">
+              Add tag
+            </button>
+          </form>
+        </Panel>
+      </div>
+    </SettingsLayout>
+  );
+}

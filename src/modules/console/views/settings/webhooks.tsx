@@ -1,0 +1,189 @@
+import type { DeliveryView, WebhookConfigView } from "../../../webhooks/index.js";
+import { Badge, Time } from "../components.js";
+import { Csrf, type PageContext } from "../layout.js";
+import { ACTIONS, DataTable, Panel, PostButton, SettingsLayout } from "./layout.js";
+
+/** A page of the delivery log, with the status it is filtered by. */
+export interface DeliveryLog {
+  deliveries: DeliveryView[];
+  nextCursor: string | null;
+  status: string;
+}
+
+/** Settings › Webhooks: the endpoints, adding or changing one, a test event, the delivery log. */
+export function WebhooksView({
+  page,
+  configs,
+  log,
+  notice,
+}: {
+  page: PageContext;
+  configs: WebhookConfigView[];
+  log: DeliveryLog;
+  notice?: string;
+}) {
+  return (
+    <SettingsLayout
+      page={page}
+      title="Webhooks"
+      intro="Where events about your cases are sent, signed with your secret, and every delivery attempt."
+      notice={notice}
+    >
+      <div class="grid grid-case">
+        <Panel id="configs" title="Endpoints">
+          <DataTable
+            rows={configs}
+            empty="No endpoint is configured: events are recorded but not sent."
+            columns={[
+              { head: "Key" },
+              { head: "URL" },
+              { head: "Signing secret", narrow: true },
+              { head: "Attempts", num: true, narrow: true },
+              ACTIONS,
+            ]}
+            row={(c) => (
+              <>
+                <td class="mono">{c.webhookKey}</td>
+                <td class="mono small">{c.url}</td>
+                <td class="hide-narrow mono">{c.activeSecretId ?? "—"}</td>
+                <td class="num hide-narrow">{c.maxAttempts}</td>
+                <td>
+                  <div class="actions">
+                    <PostButton
+                      page={page}
+                      action={`/console/settings/webhooks/${c.webhookKey}/test`}
+                      label="Send a test event"
+                    />
+                    <PostButton
+                      page={page}
+                      action={`/console/settings/webhooks/${c.webhookKey}/delete`}
+                      confirm={`Delete the endpoint “${c.webhookKey}”?`}
+                      danger
+                      label="Delete"
+                      ariaLabel={`Delete endpoint ${c.webhookKey}`}
+                    />
+                  </div>
+                </td>
+              </>
+            )}
+          />
+        </Panel>
+        <Panel id="webhook-form" title="Add or change an endpoint">
+          <form method="post" action="/console/settings/webhooks" class="stack">
+            <Csrf page={page} />
+            <label class="field">
+              Key <span class="hint">“default” receives every event without a key of its own</span>
+              <input
+                type="text"
+                name="webhookKey"
+                required
+                value="default"
+                pattern="[A-Za-z0-9][A-Za-z0-9._\-]{0,63}"
+              />
+            </label>
+            <label class="field">
+              URL
+              <input type="url" name="url" required placeholder="https://hooks.example.com/cds" />
+            </label>
+            <label class="field">
+              Secret id <span class="hint">names the secret in the signature header</span>
+              <input type="text" name="secretId" required value="s1" />
+            </label>
+            <label class="field">
+              Secret <span class="hint">at least 16 characters; leave empty to keep the stored one</span>
+              <input type="password" name="secret" autocomplete="off" />
+            </label>
+            <label class="field">
+              Attempts <span class="hint">1 to 20</span>
+              <input type="number" name="maxAttempts" min={1} max={20} value="5" />
+            </label>
+            <label class="field">
+              Timeout (ms)
+              <input type="number" name="timeoutMs" min={100} max={30000} value="10000" />
+            </label>
+            <button type="submit" class="primary">
+              Save endpoint
+            </button>
+          </form>
+        </Panel>
+      </div>
+      <Panel id="log" title="Delivery log">
+        <form method="get" action="/console/settings/webhooks" class="filters">
+          <label class="field">
+            Status
+            <select name="status">
+              <option value="">Any</option>
+              {["pending", "succeeded", "failed"].map((s) => (
+                <option value={s} selected={s === log.status}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="submit">Show</button>
+        </form>
+        <DataTable
+          rows={log.deliveries}
+          empty="No deliveries."
+          columns={[
+            { head: "Event" },
+            { head: "Status" },
+            { head: "Attempts", num: true },
+            { head: "Last answer", narrow: true },
+            { head: "Case", narrow: true },
+            { head: "Created" },
+            ACTIONS,
+          ]}
+          row={(d) => (
+            <>
+              <td>
+                <span class="mono">{d.eventType}</span>
+                <div class="small muted">to {d.webhookKey}</div>
+              </td>
+              <td>
+                <Badge value={d.status} />
+                {d.redeliveredAs ? <div class="small muted">redelivered</div> : null}
+              </td>
+              <td class="num">{d.attemptCount}</td>
+              <td class="hide-narrow small">
+                {d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : ""} {d.lastError ?? ""}
+              </td>
+              <td class="hide-narrow">
+                {d.caseId ? (
+                  <a class="mono" href={`/console/cases/${d.caseId}`}>
+                    {d.caseId.slice(0, 8)}
+                  </a>
+                ) : (
+                  <span class="muted">—</span>
+                )}
+              </td>
+              <td>
+                <Time iso={d.createdAt} />
+              </td>
+              <td>
+                {d.status !== "pending" && !d.redeliveredAs ? (
+                  <PostButton
+                    page={page}
+                    action={`/console/settings/webhooks/deliveries/${d.deliveryId}/redeliver`}
+                    label="Redeliver"
+                  />
+                ) : null}
+              </td>
+            </>
+          )}
+        />
+        {log.nextCursor ? (
+          <div class="pager">
+            <span />
+            <a
+              class="button"
+              href={`/console/settings/webhooks?${new URLSearchParams({ ...(log.status ? { status: log.status } : {}), cursor: log.nextCursor }).toString()}`}
+            >
+              Older deliveries
+            </a>
+          </div>
+        ) : null}
+      </Panel>
+    </SettingsLayout>
+  );
+}
