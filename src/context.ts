@@ -1,4 +1,5 @@
 import type { Config } from "./config.js";
+import { caseSeamOf } from "./modules/cases/index.js";
 import { featureModules } from "./modules/index.js";
 import { NodeTypes } from "./modules/workflows/index.js";
 import type { FeatureModule } from "./platform/app-types.js";
@@ -26,5 +27,6 @@ export function createAppContext(
     log: parts.log,
     blobs: parts.blobs ?? createBlobStore(parts.config),
     nodeTypes: nodeTypesOf(features),
+    cases: caseSeamOf(features),
   };
 }

@@ -33,3 +33,11 @@ export {
   /** A decision as every answer and webhook shows it, as a schema. */
   Decision,
 } from "./decision.schema.js";
+export {
+  /** A document attached to an information request's answer, as a schema. */
+  DocumentSchema,
+  /** The value of an answered field: text, number, boolean or null, as a schema. */
+  FieldValueSchema,
+  /** An information request as the case record and the RFI endpoints show it, as a schema. */
+  InformationRequestSchema,
+} from "./information-request.schema.js";

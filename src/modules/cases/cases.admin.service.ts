@@ -1,9 +1,8 @@
 import type { AppContext } from "../../platform/context.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { type CaseStatus, type DecisionEntry, type DecisionValue, isTerminal } from "../case-model/index.js";
-import { decisionEvent } from "../engine/engine.events.js";
-import { resolveOpenWaitsOfCase } from "../engine/engine.repo.js";
 import { emitEvent } from "../webhooks/index.js";
+import { decisionEvent } from "./case-events.js";
 import { findCaseAnyTenant, listCasesForOperator, updateCase } from "./cases.repo.js";
 import {
   type AdminCaseRecordView,
@@ -48,7 +47,7 @@ export async function overrideDecision(
     const result = { decision: entry, decisionHistory: history, workflow_result: row.workflow_result };
     await emitEvent(tx, decisionEvent("case.decision_overridden", row, result, now));
     const updated = await findCaseAnyTenant(tx, caseId);
-    return caseRecord(tx, updated ?? row);
+    return caseRecord(ctx.cases.parts, tx, updated ?? row);
   });
 }
 
@@ -63,7 +62,7 @@ export async function closeCase(
     if (!row) throw notFound("case");
     if (isTerminal(row.status as CaseStatus))
       throw new AppError("conflict", `the case is already ${row.status}`);
-    await resolveOpenWaitsOfCase(tx, row.tenant_id, row.id, "closed");
+    for (const closed of ctx.cases.onClosed) await closed(tx, row.tenant_id, row.id);
     await updateCase(tx, row.tenant_id, row.id, {
       status: "closed",
       current_node_id: null,
@@ -71,7 +70,7 @@ export async function closeCase(
       closed_by: `analyst:${input.actor}`,
     });
     const updated = await findCaseAnyTenant(tx, caseId);
-    return caseRecord(tx, updated ?? row);
+    return caseRecord(ctx.cases.parts, tx, updated ?? row);
   });
 }
 
@@ -93,5 +92,5 @@ export async function listCasesAsOperator(
 export async function getCaseAsOperator(ctx: AppContext, caseId: string): Promise<AdminCaseRecordView> {
   const row = await findCaseAnyTenant(ctx.db.root, caseId);
   if (!row) throw notFound("case");
-  return adminCaseRecord(ctx.db.root, row);
+  return adminCaseRecord(ctx.cases.parts, ctx.db.root, row);
 }

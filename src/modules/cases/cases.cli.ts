@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { type Command, Option } from "commander";
 import { type CliContext, positiveInt } from "../../platform/cli/context.js";
 import { CASE_STATUSES, CASE_TYPES, DECISION_VALUES } from "../case-model/index.js";
-import { describeTrace, type TraceEntry } from "../engine/index.js";
+import { describeTrace, type TraceEntry } from "../workflows/index.js";
 
 interface AdminCase {
   caseId: string;

@@ -60,6 +60,12 @@ export function insertCase(db: Executor, c: NewCase): Promise<CaseRow> {
  * also within one statement. When any is inserted, `notify` goes out on the jobs channel on
  * commit (the engine's starters wake for it). Returns the ids of the cases inserted.
  */
+/**
+ * What a new case's insert notifies on the jobs channel, so that idle starters wake at once.
+ * A new case needs no job of its own: a `received` case is its own place in the queue.
+ */
+export const START_NOTIFICATION = "engine.start";
+
 export async function insertCases(db: Executor, cases: NewCase[], notify: string): Promise<Set<string>> {
   if (cases.length === 0) return new Set();
   const insert = db

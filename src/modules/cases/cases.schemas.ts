@@ -1,7 +1,12 @@
 import { Type } from "typebox";
 import { named } from "../../platform/openapi.js";
-import { CASE_STATUSES, CASE_TYPES, DECISION_VALUES, Decision } from "../case-model/index.js";
-import { InformationRequestSchema } from "../rfi/rfi.views.js";
+import {
+  CASE_STATUSES,
+  CASE_TYPES,
+  DECISION_VALUES,
+  Decision,
+  InformationRequestSchema,
+} from "../case-model/index.js";
 
 export { Decision };
 

@@ -5,10 +5,6 @@ import { uuid } from "../../platform/crypto.js";
 import type { Db, Executor } from "../../platform/db/index.js";
 import { AppError, badRequest, describeProblems, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { CASE_TYPES, type CaseType } from "../case-model/index.js";
-import { caseTrace, START_NOTIFICATION } from "../engine/index.js";
-import { listCaseInformationRequests } from "../rfi/rfi.service.js";
-import { listCaseTags } from "../tags/tags.repo.js";
-import { toTagView } from "../tags/tags.service.js";
 import { requireTenant } from "../tenants/index.js";
 import type { CompiledWorkflow } from "../workflows/index.js";
 import {
@@ -24,8 +20,10 @@ import {
   insertCases,
   listCases,
   type NewCase,
+  START_NOTIFICATION,
 } from "./cases.repo.js";
 import type { AdminCaseRecord, CaseRecord } from "./cases.schemas.js";
+import type { CaseRecordParts } from "./cases.seam.js";
 import {
   checkSubmission,
   parseRfc3339,
@@ -254,7 +252,7 @@ export async function dryRunCase(
     ? await settled(ctx, tenantId, kase.id, Date.now() + DRY_RUN_WAIT_MS)
     : await findCase(ctx.db.root, tenantId, kase.id);
   if (!row) throw new Error("a dry-run case vanished");
-  return adminCaseRecord(ctx.db.root, row);
+  return adminCaseRecord(ctx.cases.parts, ctx.db.root, row);
 }
 
 /** The case once it is no longer `received` or `running`, or as it is at the deadline. */
@@ -269,8 +267,15 @@ async function settled(ctx: AppContext, tenantId: string, caseId: string, deadli
 export type AdminCaseRecordView = Static<typeof AdminCaseRecord>;
 
 /** The case record for operators: the partner's view, its tenant and its trace. */
-export async function adminCaseRecord(db: Executor, row: CaseRow): Promise<AdminCaseRecordView> {
-  const [record, trace] = await Promise.all([caseRecord(db, row), caseTrace(db, row.tenant_id, row.id)]);
+export async function adminCaseRecord(
+  parts: CaseRecordParts,
+  db: Executor,
+  row: CaseRow,
+): Promise<AdminCaseRecordView> {
+  const [record, trace] = await Promise.all([
+    caseRecord(parts, db, row),
+    parts.trace(db, row.tenant_id, row.id),
+  ]);
   const { caseId, ...rest } = record;
   return { caseId, tenantId: row.tenant_id, ...rest, trace };
 }
@@ -278,10 +283,14 @@ export async function adminCaseRecord(db: Executor, row: CaseRow): Promise<Admin
 export type CaseRecordView = Static<typeof CaseRecord>;
 
 /** The full case record of the contract, with its tags and information requests. */
-export async function caseRecord(db: Executor, row: CaseRow): Promise<CaseRecordView> {
+export async function caseRecord(
+  parts: CaseRecordParts,
+  db: Executor,
+  row: CaseRow,
+): Promise<CaseRecordView> {
   const [tags, informationRequests] = await Promise.all([
-    listCaseTags(db, row.tenant_id, row.id),
-    listCaseInformationRequests(db, row.tenant_id, row.id),
+    parts.tags(db, row.tenant_id, row.id),
+    parts.informationRequests(db, row.tenant_id, row.id),
   ]);
   return {
     caseId: row.id,
@@ -304,7 +313,7 @@ export async function caseRecord(db: Executor, row: CaseRow): Promise<CaseRecord
       workflow_result: row.workflow_result,
     },
     error: row.error,
-    tags: tags.map(toTagView),
+    tags,
     informationRequests,
   };
 }
@@ -312,7 +321,7 @@ export async function caseRecord(db: Executor, row: CaseRow): Promise<CaseRecord
 export async function getCase(ctx: AppContext, tenantId: string, caseId: string): Promise<CaseRecordView> {
   const row = await findCase(ctx.db.root, tenantId, caseId);
   if (!row) throw notFound("case");
-  return caseRecord(ctx.db.root, row);
+  return caseRecord(ctx.cases.parts, ctx.db.root, row);
 }
 
 export function caseSummary(row: CaseRow) {

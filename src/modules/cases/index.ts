@@ -14,17 +14,47 @@ export const casesModule: FeatureModule = {
 };
 
 export {
+  /** The event of a case that failed (`case.failed`, contract section 2). */
+  caseFailedEvent,
+  /** The event of a decision (decided, pending review, overridden), with the spec's fields. */
+  decisionEvent,
+  /** The `result` of a case event: the decision, its history and the workflow's result. */
+  type ResultEnvelope,
+} from "./case-events.js";
+export {
   /** Closes a case for good */
   closeCase,
   /** An analyst's override */
   overrideDecision,
 } from "./cases.admin.service.js";
 export {
+  /** A row of the cases table, as the cases module reads it. */
+  type CaseRow,
+  /** A case's new state after a step, as the engine writes it with the other cases of its batch. */
+  type CaseStateWrite,
   /** Whether the tenant has this case, without reading it. */
   caseExists,
+  /** The update of a batch of cases' states, as one part of a larger statement */
+  caseStatesUpdate,
+  /** Claims up to `limit` cases waiting to start, oldest first, for the rest of the transaction */
+  claimReceivedCases,
   /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */
   findCase,
+  /** Reads and locks the case for the rest of the transaction */
+  lockCase,
+  /** Reads and locks the cases (the engine's batches). */
+  lockCases,
+  /** What a new case's insert notifies on the jobs channel, so that idle starters wake at once. */
+  START_NOTIFICATION,
+  /** Writes some columns of one of the tenant's cases. */
+  updateCase,
 } from "./cases.repo.js";
+export {
+  /** What other features add to a case record: its tags, its information requests, its trace. */
+  type CaseRecordParts,
+  /** The cases module's seam as a process's features make it (see `CaseRecordParts`). */
+  caseSeamOf,
+} from "./cases.seam.js";
 export {
   /** A case as the partner API shows it (GET /cases/{caseId}). */
   type CaseRecordView,

@@ -1,12 +1,12 @@
 import type { AppContext } from "../../platform/context.js";
 import { getApiKeys } from "../auth/index.js";
 import { type CaseRecordView, getCase } from "../cases/index.js";
-import { caseTrace, describeTrace, listPausedNodes, type PausedNode } from "../engine/index.js";
+import { caseTrace, listPausedNodes, type PausedNode } from "../engine/index.js";
 import { getTagOptions } from "../tags/index.js";
 import { getUsers } from "../users/index.js";
 import { type DeliveryView, getDeliveries } from "../webhooks/index.js";
 import type { JsonObject } from "../workflows/index.js";
-import { getVersion } from "../workflows/index.js";
+import { describeTrace, getVersion } from "../workflows/index.js";
 
 /** One step of the path a case took, with its node type's account of why it went where it went. */
 export interface TraceStep {

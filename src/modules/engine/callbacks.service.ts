@@ -1,6 +1,6 @@
 import type { AppContext } from "../../platform/context.js";
 import { AppError, notFound } from "../../platform/errors.js";
-import { findCase } from "../cases/cases.repo.js";
+import { findCase } from "../cases/index.js";
 import { listOpenWaits } from "./engine.repo.js";
 import { CALLBACK_WAIT } from "./nodes/external-callback.node.js";
 import { workflowOf } from "./plan.js";

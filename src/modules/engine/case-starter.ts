@@ -3,16 +3,17 @@ import type { Tx } from "../../platform/db/index.js";
 import { enqueue, JOBS_CHANNEL } from "../../platform/jobs.js";
 import { jobRuns } from "../../platform/metrics.js";
 import { getAttributesOf } from "../attributes/index.js";
-import { type CaseRow, claimReceivedCases, lockCase, updateCase } from "../cases/cases.repo.js";
+import {
+  type CaseRow,
+  claimReceivedCases,
+  lockCase,
+  START_NOTIFICATION,
+  updateCase,
+} from "../cases/index.js";
 import { runChain } from "./chain.js";
 import { commit, type Planned, workflowOf } from "./plan.js";
 import { stepJob } from "./step-jobs.js";
 
-/**
- * What a new case's insert notifies on the jobs channel, so that idle starters wake at once.
- * A new case needs no job of its own: a `received` case is its own place in the queue.
- */
-export const START_NOTIFICATION = "engine.start";
 /** New cases one starter transaction runs at most. */
 export const START_BATCH = 64;
 /** How long a lane other than the first sleeps when idle and no case is inserted. */

@@ -3,7 +3,8 @@ import { uuid } from "../../platform/crypto.js";
 import type { Tx } from "../../platform/db/index.js";
 import type { ClaimToken } from "../../platform/jobs.js";
 import type { DecisionEntry } from "../case-model/index.js";
-import type { CaseRow } from "../cases/cases.repo.js";
+import type { CaseRow } from "../cases/index.js";
+import { decisionEvent } from "../cases/index.js";
 import type { CompiledWorkflow } from "../workflows/index.js";
 import {
   type CompiledNode,
@@ -12,7 +13,6 @@ import {
   type NodeOutcome,
   type NodeType,
 } from "../workflows/index.js";
-import { decisionEvent } from "./engine.events.js";
 import { emptyPlan, failCase, nodeCaseOf, nodeOf, type Planned, stepRecord, variablesOf } from "./plan.js";
 import { CALL_JOB, stepJob, waitTimeoutJob } from "./step-jobs.js";
 

@@ -2,7 +2,7 @@ import type { QueryCreator } from "kysely";
 import { type Selectable, sql } from "kysely";
 import type { Database, Executor } from "../../platform/db/index.js";
 import { insertJobs, type JobSpec, notifyJobs } from "../../platform/jobs.js";
-import { type CaseStateWrite, caseStatesUpdate } from "../cases/cases.repo.js";
+import { type CaseStateWrite, caseStatesUpdate } from "../cases/index.js";
 import type { CaseStepsTable, CaseWaitsTable } from "./engine.tables.js";
 
 export type WaitRow = Selectable<CaseWaitsTable>;

@@ -2,7 +2,7 @@ import type { AppContext } from "../../platform/context.js";
 import type { Tx } from "../../platform/db/index.js";
 import { type ClaimedJob, type ClaimToken, type Continuation, deleteJob } from "../../platform/jobs.js";
 import { getAttributesOf } from "../attributes/index.js";
-import { findCase, lockCase, lockCases } from "../cases/cases.repo.js";
+import { findCase, lockCase, lockCases } from "../cases/index.js";
 import { runChain } from "./chain.js";
 import { commit, nodeCaseOf, nodeOf, type Planned, variablesOf, workflowOf } from "./plan.js";
 import { isCurrentStep, type StepPayload } from "./step-jobs.js";

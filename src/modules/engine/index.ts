@@ -3,6 +3,7 @@ import type { AppContext } from "../../platform/context.js";
 import type { Tx } from "../../platform/db/index.js";
 import type { ClaimedJob, JobHandler } from "../../platform/jobs.js";
 import { CaseStarter } from "./case-starter.js";
+import { resolveOpenWaitsOfCase } from "./engine.repo.js";
 import { engineRoutes } from "./engine.routes.js";
 import { runCallStep, runSteps } from "./engine.service.js";
 import { engineNodeTypes } from "./nodes/index.js";
@@ -15,6 +16,7 @@ import {
   WAIT_TIMEOUT_JOB,
   type WaitTimeoutPayload,
 } from "./step-jobs.js";
+import { caseTrace } from "./trace.js";
 
 export { findOpenWaitsByRef, type WaitLookup, type WaitRow } from "./engine.repo.js";
 export type { ResumeResult } from "./resume.js";
@@ -36,6 +38,11 @@ export const engineModule: FeatureModule = {
   tables: ["case_steps", "case_waits"],
   nodeTypes: [...engineNodeTypes],
   background: (ctx) => [new CaseStarter(ctx)],
+  caseRecord: { trace: caseTrace },
+  // A closed case stops waiting: its callbacks, requests and vendors' results find nothing open.
+  onCaseClosed: async (tx, tenantId, caseId) => {
+    await resolveOpenWaitsOfCase(tx, tenantId, caseId, "closed");
+  },
   routes: engineRoutes,
   jobs(ctx): JobHandler[] {
     return [
@@ -74,7 +81,6 @@ export {
   /** A node of a case paused on an external system, with its pending handle and actions. */
   type PausedNode,
 } from "./callbacks.service.js";
-export { START_NOTIFICATION } from "./case-starter.js";
-export { caseTrace, describeTrace, type TraceEntry } from "./trace.js";
+export { caseTrace, type TraceEntry } from "./trace.js";
 /** Runs new cases as they are accepted, each claimed from the cases table itself (decision 0011). */
 export { CaseStarter };

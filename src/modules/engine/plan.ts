@@ -2,7 +2,8 @@ import type { AppContext } from "../../platform/context.js";
 import type { Executor, Tx } from "../../platform/db/index.js";
 import type { Continuation, JobSpec } from "../../platform/jobs.js";
 import { decisionLatency } from "../../platform/metrics.js";
-import type { CaseRow } from "../cases/cases.repo.js";
+import type { CaseRow } from "../cases/index.js";
+import { caseFailedEvent, type ResultEnvelope } from "../cases/index.js";
 import { emitEvents, type NewEvent } from "../webhooks/index.js";
 import type { CompiledWorkflow, NodeTypes } from "../workflows/index.js";
 import {
@@ -12,7 +13,6 @@ import {
   type NodeCase,
   type NodeType,
 } from "../workflows/index.js";
-import { caseFailedEvent, type ResultEnvelope } from "./engine.events.js";
 import { type CaseState, type CaseWrite, type NewStep, writeSteps } from "./engine.repo.js";
 
 /** What a step plans before it writes: its step rows, the case's new state, its events, and the helpers every path of the engine plans with. */

@@ -1,7 +1,7 @@
 import type { AppContext } from "../../platform/context.js";
 import type { Tx } from "../../platform/db/index.js";
 import { type CaseStatus, isInFlight } from "../case-model/index.js";
-import { lockCase } from "../cases/cases.repo.js";
+import { lockCase } from "../cases/index.js";
 import { emitEvents } from "../webhooks/index.js";
 import type { OpenWait, WaitResolution } from "../workflows/index.js";
 import {

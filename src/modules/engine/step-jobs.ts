@@ -1,6 +1,6 @@
 import type { JobSpec } from "../../platform/jobs.js";
 import { type CaseStatus, isInFlight } from "../case-model/index.js";
-import type { CaseRow } from "../cases/cases.repo.js";
+import type { CaseRow } from "../cases/index.js";
 
 export const STEP_JOB = "engine.step";
 export const CALL_JOB = "engine.call";

@@ -1,5 +1,5 @@
 import type { Executor } from "../../platform/db/index.js";
-import { isJsonObject, type JsonObject, type NodeTypes, type TraceEntry } from "../workflows/index.js";
+import { isJsonObject, type TraceEntry } from "../workflows/index.js";
 import { listSteps, type StepRow } from "./engine.repo.js";
 
 export type { TraceEntry };
@@ -28,21 +28,4 @@ function entryOf(step: StepRow): TraceEntry {
  */
 export async function caseTrace(db: Executor, tenantId: string, caseId: string): Promise<TraceEntry[]> {
   return (await listSteps(db, tenantId, caseId)).map(entryOf);
-}
-
-/**
- * The trace in words, one line per fact, each node as its node type describes it (`cds case
- * show`). `definition` is the case's workflow version, to quote the rules that held.
- */
-export function describeTrace(types: NodeTypes, trace: TraceEntry[], definition?: JsonObject): string[] {
-  const nodes = Array.isArray(definition?.nodes) ? definition.nodes.filter(isJsonObject) : [];
-  const lines: string[] = [];
-  for (const entry of trace) {
-    const node = nodes.find((n) => n.id === entry.nodeId);
-    const type = types.of(entry.nodeType);
-    const facts = type ? type.describe(entry, node) : [`${entry.status}`];
-    lines.push(`${entry.seq}. ${entry.nodeId} (${entry.nodeType})`);
-    for (const fact of facts) lines.push(`   ${fact}`);
-  }
-  return lines;
 }

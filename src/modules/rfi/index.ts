@@ -4,12 +4,14 @@ import { rfiAdminRoutes } from "./rfi.admin.routes.js";
 import { rfiCli } from "./rfi.cli.js";
 import { rfiJobs } from "./rfi.jobs.js";
 import { rfiRoutes } from "./rfi.routes.js";
+import { listCaseInformationRequests } from "./rfi.service.js";
 import { uploadRoutes } from "./uploads.routes.js";
 
 export const rfiModule: FeatureModule = {
   name: "rfi",
   tables: ["information_requests", "rfi_upload_slots", "rfi_case_upload_budgets"],
   nodeTypes: [informationRequestNode],
+  caseRecord: { informationRequests: listCaseInformationRequests },
   async routes(app, ctx) {
     rfiRoutes(app, ctx);
     rfiAdminRoutes(app, ctx);

@@ -1,7 +1,7 @@
 import type { Actor, AppContext } from "../../platform/context.js";
 import { actorLabel } from "../../platform/context.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
-import { caseExists, lockCase } from "../cases/cases.repo.js";
+import { caseExists, lockCase } from "../cases/index.js";
 import { requireTenant } from "../tenants/index.js";
 import {
   type CaseTagRow,

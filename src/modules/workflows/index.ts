@@ -9,6 +9,8 @@ export const workflowsModule: FeatureModule = {
   cli: workflowsCli,
 };
 
+/** The trace in words, one line per fact, each node as its node type describes it. */
+export { describeTrace } from "./describe-trace.js";
 /** The catalogue of node types a process runs workflows with, built from the features' lists. */
 export {
   /** A compiled node: its id, its type, and whatever its node type compiled it to. */

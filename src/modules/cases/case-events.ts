@@ -1,9 +1,10 @@
 import type { DecisionEntry } from "../case-model/index.js";
-import type { CaseRow } from "../cases/cases.repo.js";
 import type { NewEvent } from "../webhooks/index.js";
+import type { CaseRow } from "./cases.repo.js";
 
 /**
- * The payloads of the case events the engine emits, with exactly the spec's fields and key
+ * The payloads of the case events (decided, pending review, overridden, failed), emitted by the
+ * engine and by analysts' overrides, with exactly the spec's fields and key
  * styles (snake_case identity keys); the node types' own events live with them (nodes/).
  * `webhookId` is added by each delivery.
  */

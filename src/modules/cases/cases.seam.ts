@@ -1,0 +1,69 @@
+import type { Static } from "typebox";
+import type { Executor, Tx } from "../../platform/db/index.js";
+import type { InformationRequestSchema } from "../case-model/index.js";
+import type { CaseTag, TraceEntry } from "./cases.schemas.js";
+
+// The cases module's part of the feature seam. A case record shows what other modules keep of
+// the case (its tags, its information requests, its trace), and closing a case ends what they
+// were doing for it (the engine's open waits). Those modules sit above cases and import it; cases
+// reaches them only through what their features hand in here, as node types are handed in.
+
+/** What other features add to a case record, each part kept by one of them. */
+export interface CaseRecordParts {
+  tags(db: Executor, tenantId: string, caseId: string): Promise<Static<typeof CaseTag>[]>;
+  informationRequests(
+    db: Executor,
+    tenantId: string,
+    caseId: string,
+  ): Promise<Static<typeof InformationRequestSchema>[]>;
+  trace(db: Executor, tenantId: string, caseId: string): Promise<Static<typeof TraceEntry>[]>;
+}
+
+/** Run in the transaction that closes a case, before the case is written closed. */
+export type CaseClosedHook = (tx: Tx, tenantId: string, caseId: string) => Promise<void>;
+
+/** What the cases module gets from the other features of the process. */
+export interface CaseSeam {
+  readonly parts: CaseRecordParts;
+  readonly onClosed: readonly CaseClosedHook[];
+}
+
+declare module "../../platform/app-types.js" {
+  interface FeatureModule {
+    /** The parts of a case record this feature keeps. */
+    readonly caseRecord?: Partial<CaseRecordParts>;
+    /** What this feature does when a case is closed, in the closing transaction. */
+    readonly onCaseClosed?: CaseClosedHook;
+  }
+}
+
+declare module "../../platform/context.js" {
+  interface AppContext {
+    /** The case record's parts and the closing hooks of the features in this process. */
+    readonly cases: CaseSeam;
+  }
+}
+
+/** The seam of a list of features: each part of a case record from exactly one of them. */
+export function caseSeamOf(
+  features: ReadonlyArray<{
+    name: string;
+    caseRecord?: Partial<CaseRecordParts>;
+    onCaseClosed?: CaseClosedHook;
+  }>,
+): CaseSeam {
+  const parts: Partial<CaseRecordParts> = {};
+  for (const feature of features) {
+    for (const [name, load] of Object.entries(feature.caseRecord ?? {})) {
+      if (name in parts) throw new Error(`two features keep the case record's ${name}`);
+      Object.assign(parts, { [name]: load });
+    }
+  }
+  for (const name of ["tags", "informationRequests", "trace"] as const) {
+    if (!parts[name]) throw new Error(`no feature keeps the case record's ${name}`);
+  }
+  return {
+    parts: parts as CaseRecordParts,
+    onClosed: features.flatMap((f) => (f.onCaseClosed ? [f.onCaseClosed] : [])),
+  };
+}
