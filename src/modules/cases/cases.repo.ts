@@ -313,3 +313,34 @@ export function claimReceivedCases(tx: Executor, limit: number): Promise<CaseRow
     .skipLocked()
     .execute();
 }
+
+/** What other modules need to know of a case to act on it: its tenant, type, status, dry run. */
+export interface CaseFacts {
+  id: string;
+  tenant_id: string;
+  type: string;
+  status: string;
+  dry_run: boolean;
+}
+
+/** The tenant's case, or undefined for an unknown, malformed or another tenant's id. */
+export async function findCaseFacts(
+  db: Executor,
+  tenantId: string,
+  caseId: string,
+): Promise<CaseFacts | undefined> {
+  if (!isUuid(caseId)) return undefined;
+  return db
+    .selectFrom("cases")
+    .select(["id", "tenant_id", "type", "status", "dry_run"])
+    .where("tenant_id", "=", tenantId)
+    .where("id", "=", caseId)
+    .executeTakeFirst();
+}
+
+/** The tenant owning a case, for operator routes that address a case by id alone. */
+export async function findCaseTenant(db: Executor, caseId: string): Promise<string | undefined> {
+  if (!isUuid(caseId)) return undefined;
+  const row = await db.selectFrom("cases").select("tenant_id").where("id", "=", caseId).executeTakeFirst();
+  return row?.tenant_id;
+}

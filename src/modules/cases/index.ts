@@ -28,6 +28,8 @@ export {
   overrideDecision,
 } from "./cases.admin.service.js";
 export {
+  /** What `findCaseFacts` gives. */
+  type CaseFacts,
   /** A row of the cases table, as the cases module reads it. */
   type CaseRow,
   /** A case's new state after a step, as the engine writes it with the other cases of its batch. */
@@ -40,6 +42,10 @@ export {
   claimReceivedCases,
   /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */
   findCase,
+  /** The tenant's case as other modules need it (tenant, type, status, dry run), or undefined. */
+  findCaseFacts,
+  /** The tenant owning a case, for operator routes that address a case by id alone. */
+  findCaseTenant,
   /** Reads and locks the case for the rest of the transaction */
   lockCase,
   /** Reads and locks the cases (the engine's batches). */

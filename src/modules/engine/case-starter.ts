@@ -6,6 +6,7 @@ import { getAttributesOf } from "../attributes/index.js";
 import {
   type CaseRow,
   claimReceivedCases,
+  findCaseTenant,
   lockCase,
   START_NOTIFICATION,
   updateCase,
@@ -156,8 +157,8 @@ export class CaseStarter {
 }
 
 async function lockReceived(tx: Tx, caseId: string): Promise<CaseRow | undefined> {
-  const row = await tx.selectFrom("cases").select("tenant_id").where("id", "=", caseId).executeTakeFirst();
-  if (!row) return undefined;
-  const locked = await lockCase(tx, row.tenant_id, caseId);
+  const tenantId = await findCaseTenant(tx, caseId);
+  if (!tenantId) return undefined;
+  const locked = await lockCase(tx, tenantId, caseId);
   return locked?.status === "received" ? locked : undefined;
 }

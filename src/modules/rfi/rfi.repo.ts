@@ -14,47 +14,6 @@ export type RfiRow = Selectable<InformationRequestsTable>;
 export type SlotRow = Selectable<RfiUploadSlotsTable>;
 
 /** What the information-request rules need of a case. */
-export interface CaseFacts {
-  id: string;
-  tenant_id: string;
-  type: string;
-  status: string;
-  dry_run: boolean;
-}
-
-/** The tenant's case, or undefined for an unknown, malformed or another tenant's id. */
-export async function findCaseFacts(
-  db: Executor,
-  tenantId: string,
-  caseId: string,
-): Promise<CaseFacts | undefined> {
-  if (!isUuid(caseId)) return undefined;
-  return db
-    .selectFrom("cases")
-    .select(["id", "tenant_id", "type", "status", "dry_run"])
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", caseId)
-    .executeTakeFirst();
-}
-
-/** The tenant owning a case, for operator routes that address a case by id alone. */
-export async function findCaseTenant(db: Executor, caseId: string): Promise<string | undefined> {
-  if (!isUuid(caseId)) return undefined;
-  const row = await db.selectFrom("cases").select("tenant_id").where("id", "=", caseId).executeTakeFirst();
-  return row?.tenant_id;
-}
-
-/** Whether the tenant has a webhook configuration of this key. */
-export async function webhookKeyExists(db: Executor, tenantId: string, webhookKey: string): Promise<boolean> {
-  const row = await db
-    .selectFrom("webhook_configs")
-    .select("webhook_key")
-    .where("tenant_id", "=", tenantId)
-    .where("webhook_key", "=", webhookKey)
-    .executeTakeFirst();
-  return row !== undefined;
-}
-
 export interface NewRequest {
   id: string;
   tenantId: string;

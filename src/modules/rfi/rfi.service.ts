@@ -3,15 +3,14 @@ import { uuid } from "../../platform/crypto.js";
 import type { Executor, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { isCaseStatus, isTerminal } from "../case-model/index.js";
+import { type CaseFacts, findCaseFacts, findCaseTenant } from "../cases/index.js";
 import { resumeWait } from "../engine/index.js";
+import { webhookKeyExists } from "../webhooks/index.js";
 import { emitRequested } from "./rfi.events.js";
 import { scheduleExpiry } from "./rfi.jobs.js";
 import { RFI_LIMITS, RFI_WAIT } from "./rfi.limits.js";
 import {
-  type CaseFacts,
   closeRequest,
-  findCaseFacts,
-  findCaseTenant,
   findRequest,
   insertRequest,
   listAttachedSlots,
@@ -19,7 +18,6 @@ import {
   type NewRequest,
   type RfiRow,
   recordReminder,
-  webhookKeyExists,
 } from "./rfi.repo.js";
 import { type InformationRequestView, toRequestView } from "./rfi.views.js";
 

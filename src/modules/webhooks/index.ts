@@ -75,6 +75,8 @@ export {
   /** An event to record: its type, case, webhook configuration and payload. */
   type NewEvent,
 } from "./events.js";
+/** Whether the tenant has a webhook configuration of this key. */
+export { webhookKeyExists } from "./webhook-configs.repo.js";
 export {
   /** The tenant's webhook configurations, secrets never shown. */
   getWebhookConfigs,

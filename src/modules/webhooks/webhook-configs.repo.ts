@@ -72,3 +72,14 @@ export async function deleteWebhookConfig(
     .executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
+
+/** Whether the tenant has a webhook configuration of this key. */
+export async function webhookKeyExists(db: Executor, tenantId: string, webhookKey: string): Promise<boolean> {
+  const row = await db
+    .selectFrom("webhook_configs")
+    .select("webhook_key")
+    .where("tenant_id", "=", tenantId)
+    .where("webhook_key", "=", webhookKey)
+    .executeTakeFirst();
+  return row !== undefined;
+}
