@@ -1,6 +1,6 @@
 import { type RawBuilder, type Selectable, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
-import type { Executor } from "../../platform/db/index.js";
+import { type Executor, jsonOrNull } from "../../platform/db/index.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
 import type { CasesTable } from "./cases.tables.js";
 
@@ -245,8 +245,6 @@ function pageOfCases(
   }
   return query.orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).execute();
 }
-
-const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 
 /** A case's new state after a step, as the engine writes it with the other cases of its batch. */
 export interface CaseStateWrite {

@@ -1,6 +1,6 @@
 import type { QueryCreator } from "kysely";
 import { type Selectable, sql } from "kysely";
-import type { Database, Executor } from "../../platform/db/index.js";
+import { type Database, type Executor, jsonOrNull } from "../../platform/db/index.js";
 import { insertJobs, type JobSpec, notifyJobs } from "../../platform/jobs.js";
 import { type CaseStateWrite, caseStatesUpdate } from "../cases/index.js";
 import type { CaseStepsTable, CaseWaitsTable } from "./engine.tables.js";
@@ -24,8 +24,6 @@ export interface NewStep {
   startedAt: Date;
   finishedAt: Date | null;
 }
-
-const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 
 function stepValues(step: NewStep) {
   return {

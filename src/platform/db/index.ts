@@ -128,6 +128,14 @@ export function json(value: unknown): RawBuilder<string> {
   return sql<string>`${JSON.stringify(value)}::jsonb`;
 }
 
+/**
+ * A value for a JSON column that may be empty, serialized here like `json`: null and undefined
+ * are stored as SQL NULL, not as the JSON `null`.
+ */
+export function jsonOrNull(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
 /** True when err is PostgreSQL's unique_violation (on either driver). */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint?: string } | null;
