@@ -1,11 +1,11 @@
 import type { FeatureModule } from "../../platform/app-types.js";
-import type { AppContext } from "../../platform/context.js";
-import { type JobHandler, JobWorker } from "../../platform/jobs.js";
+import { JobWorker } from "../../platform/jobs.js";
 import { secretBoxOf } from "../../platform/secret-box.js";
 import { deliveriesRoutes } from "./deliveries.routes.js";
 import { deliveryHandler } from "./delivery.job.js";
 import { webhookConfigsRoutes } from "./webhook-configs.routes.js";
 import { webhooksSection } from "./webhook-events.schemas.js";
+import { sealStoredWebhookSecrets } from "./webhook-secrets.js";
 import { webhooksCli } from "./webhooks.cli.js";
 
 export {
@@ -16,27 +16,18 @@ export {
   isPrivateAddress,
 } from "./target-safety.js";
 
-import { sealStoredWebhookSecrets } from "./webhook-secrets.js";
-
 /** Seals webhook signing secrets stored before they were sealed; the number of configurations. */
 export { sealStoredWebhookSecrets };
-
-/**
- * The handlers of webhook delivery, which runs on a worker of its own (`background` below), never
- * on the general one: its attempts wait on partners' endpoints, and must not take the slots of
- * workflow steps.
- */
-export function webhookDeliveryHandlers(ctx: AppContext): JobHandler[] {
-  return [deliveryHandler(ctx)];
-}
 
 /** Webhook endpoints, their secrets, delivery of events and its log. */
 export const webhooksModule: FeatureModule = {
   name: "webhooks",
   tables: ["webhook_configs", "events", "webhook_deliveries", "webhook_attempts"],
   openapi: { webhooks: webhooksSection },
+  // Delivery runs on a worker of its own, never on the general one: its attempts wait on
+  // partners' endpoints, and must not take the slots of workflow steps.
   background: (ctx, options) => [
-    new JobWorker(ctx.db, webhookDeliveryHandlers(ctx), {
+    new JobWorker(ctx.db, [deliveryHandler(ctx)], {
       ...options,
       concurrency: ctx.config.webhookConcurrency,
       ...(options.workerId ? { workerId: `${options.workerId}/webhooks` } : {}),

@@ -1,6 +1,16 @@
 import type { Generated } from "kysely";
 import type { CreatedAt, Json, Timestamp, UpdatedAt } from "../../platform/db/schema.js";
 
+export interface EventsTable {
+  id: string;
+  tenant_id: string;
+  case_id: string | null;
+  event_type: string;
+  webhook_key: string | null;
+  payload: Json<Record<string, unknown>>;
+  created_at: CreatedAt;
+}
+
 export interface WebhookSecret {
   id: string;
   secret: string;
@@ -60,6 +70,8 @@ export interface WebhookAttemptsTable {
 
 /** Row types of this module's tables, added to the platform's Database type below. */
 export interface WebhooksTables {
+  /** The events outbox: every event, kept with the deliveries it causes. */
+  events: EventsTable;
   webhook_configs: WebhookConfigsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
