@@ -1,4 +1,5 @@
 import type { Static } from "typebox";
+import type { FeatureModule } from "../../platform/app-types.js";
 import type { Executor, Tx } from "../../platform/db/index.js";
 import type { InformationRequestSchema } from "../case-model/index.js";
 import type { CaseTag, TraceEntry } from "./cases.schemas.js";
@@ -45,13 +46,7 @@ declare module "../../platform/context.js" {
 }
 
 /** The seam of a list of features: each part of a case record from exactly one of them. */
-export function caseSeamOf(
-  features: ReadonlyArray<{
-    name: string;
-    caseRecord?: Partial<CaseRecordParts>;
-    onCaseClosed?: CaseClosedHook;
-  }>,
-): CaseSeam {
+export function caseSeamOf(features: readonly FeatureModule[]): CaseSeam {
   const parts: Partial<CaseRecordParts> = {};
   for (const feature of features) {
     for (const [name, load] of Object.entries(feature.caseRecord ?? {})) {

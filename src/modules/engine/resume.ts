@@ -114,17 +114,20 @@ export async function failStrandedCase(
   // The workflow may be what is wrong with the case: the step is recorded without it then.
   const nodeType =
     (await workflowOf(ctx.nodeTypes, tx, row).catch(() => undefined))?.nodes.get(nodeId)?.type ?? "unknown";
+  // A waiting case completes the step it waits in; any other gets a step of its own.
+  const waiting = row.status === "waiting";
+  const seq = waiting ? row.step_seq : row.step_seq + 1;
   const step = stepRecord(
     row,
-    { seq: row.step_seq, nodeId, nodeType, startedAt: now, finishedAt: now },
+    { seq, nodeId, nodeType, startedAt: now, finishedAt: now },
     { failed: message },
   );
-  if (row.status === "waiting") {
+  if (waiting) {
     await resolveOpenWaitsOfCase(tx, row.tenant_id, row.id, "failed");
     plan.write.completes.push(step);
   } else {
-    plan.write.inserts.push({ ...step, seq: row.step_seq + 1 });
-    plan.write.state = { ...plan.write.state, stepSeq: row.step_seq + 1 };
+    plan.write.inserts.push(step);
+    plan.write.state = { ...plan.write.state, stepSeq: seq };
   }
   failCase(ctx, row, plan, nodeId, message);
   await commit(tx, [plan]);
