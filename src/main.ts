@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { Command, CommanderError, Help, type Option } from "commander";
 import { buildApp, buildOperationsApp } from "./app.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
-import { createAppContext, nodeTypesOf } from "./context.js";
+import { createAppContext, nodeTypesOf, serviceMigrations } from "./context.js";
 import { featureModules } from "./modules/index.js";
 import { ensureStoredAdminToken, readStoredAdminToken } from "./platform/admin-token.js";
 import { ApiError, OperatorClient } from "./platform/cli/client.js";
@@ -68,7 +68,7 @@ async function serve(io: CliIo, roleOverride?: Config["role"]): Promise<void> {
   let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
   let workerDb: Db | undefined;
   try {
-    const report = await migrate(db);
+    const report = await migrate(db, serviceMigrations());
     if (report.applied.length > 0) log.info({ applied: report.applied }, "migrations applied");
     await prepareSecrets(config, db, (message, fields) => log.info(fields, message));
     const ctx = createAppContext({ config, db, log });
@@ -114,7 +114,7 @@ async function runMigrations(io: CliIo): Promise<void> {
   const config = loadConfig(io.env);
   const db = await openFor(config);
   try {
-    const report = await migrate(db);
+    const report = await migrate(db, serviceMigrations());
     for (const m of report.applied) io.stdout(`applied ${String(m.version).padStart(4, "0")}_${m.name}\n`);
     io.stdout(
       report.applied.length === 0

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { serviceMigrations } from "../src/context.js";
 import { openDb } from "../src/platform/db/index.js";
 import { createLogger } from "../src/platform/logger.js";
 import { migrate } from "../src/platform/migrate.js";
@@ -49,7 +50,7 @@ describe("service endpoints", () => {
 
   it("GET /ready answers 503 when the database does not answer, while /health still answers", async () => {
     const db = h.database.url ? await openDb({ databaseUrl: h.database.url, poolSize: 1 }) : await openDb({});
-    if (!h.database.url) await migrate(db);
+    if (!h.database.url) await migrate(db, serviceMigrations());
     const app = await buildCheckedApp({ ...h.ctx, db });
     try {
       // The database answers; no worker runs in this test.

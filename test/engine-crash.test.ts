@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAppContext } from "../src/context.js";
+import { createAppContext, serviceMigrations } from "../src/context.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { type Db, openDb } from "../src/platform/db/index.js";
 import { createLogger } from "../src/platform/logger.js";
@@ -85,7 +85,7 @@ describe("a worker killed with SIGKILL in the middle of workflows", () => {
   it("leaves every case decided exactly once after restarts", async () => {
     // Provision and submit through the real app, then hand the database to the workers.
     const db = await open();
-    await migrate(db);
+    await migrate(db, serviceMigrations());
     const config = testConfig({ dataDir });
     const app = await buildCheckedApp(
       createAppContext({ config, db, log: createLogger("silent") }, featuresWithProbe),

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
+import { serviceMigrations } from "../src/context.js";
 import { type Db, openDb } from "../src/platform/db/index.js";
 import { enqueue, type JobHandler } from "../src/platform/jobs.js";
 import { migrate } from "../src/platform/migrate.js";
@@ -81,7 +82,7 @@ describe("a worker killed with SIGKILL", () => {
       // child, and taken back once it is dead.
       dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-jobs-kill-"));
       const setup = await openDb({ dataDir });
-      await migrate(setup);
+      await migrate(setup, serviceMigrations());
       on = setup;
     }
     try {

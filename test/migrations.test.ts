@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { serviceMigrations } from "../src/context.js";
 import { type Db, openDb } from "../src/platform/db/index.js";
 import { migrate, readMigrations } from "../src/platform/migrate.js";
 import { createTestDatabase, type TestDatabase } from "./support/db.js";
@@ -69,10 +70,10 @@ async function recorded(db: Db) {
 describe("migrate", () => {
   it("applies every migration in order and records each with its checksum", async () => {
     const { db } = await fresh();
-    const all = readMigrations();
+    const all = serviceMigrations();
     expect(all.length).toBeGreaterThan(0);
     expect(all.map((m) => m.version)).toEqual([...all.map((m) => m.version)].sort((a, b) => a - b));
-    const report = await migrate(db);
+    const report = await migrate(db, serviceMigrations());
     expect(report).toEqual({
       applied: all.map((m) => ({ version: m.version, name: m.name })),
       alreadyApplied: 0,
@@ -84,11 +85,11 @@ describe("migrate", () => {
 
   it("changes nothing on a second run", async () => {
     const { db } = await fresh();
-    await migrate(db);
+    await migrate(db, serviceMigrations());
     const schema = await schemaOf(db);
     const records = await recorded(db);
-    const again = await migrate(db);
-    expect(again).toEqual({ applied: [], alreadyApplied: readMigrations().length });
+    const again = await migrate(db, serviceMigrations());
+    expect(again).toEqual({ applied: [], alreadyApplied: serviceMigrations().length });
     expect(await schemaOf(db)).toEqual(schema);
     expect(await recorded(db)).toEqual(records);
   });
@@ -149,8 +150,11 @@ describe("migrate", () => {
   it("applies each migration once when two migrators run at once", async () => {
     const { db, other } = await fresh();
     const second = await other();
-    const all = readMigrations();
-    const reports = await Promise.all([migrate(db), migrate(second)]);
+    const all = serviceMigrations();
+    const reports = await Promise.all([
+      migrate(db, serviceMigrations()),
+      migrate(second, serviceMigrations()),
+    ]);
     const applied = reports.flatMap((r) => r.applied.map((m) => m.version)).sort((a, b) => a - b);
     expect(applied).toEqual(all.map((m) => m.version));
     expect((await recorded(db)).map((r) => r.version)).toEqual(all.map((m) => m.version));

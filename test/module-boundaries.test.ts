@@ -4,7 +4,9 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { serviceMigrations } from "../src/context.js";
 import { featureModules } from "../src/modules/index.js";
+import { featureMigrationsDir } from "../src/platform/migrate.js";
 
 /**
  * The module boundaries of decision 0020, checked on the code itself: the lint rules catch what
@@ -129,13 +131,8 @@ function writesUnder(dir: string, tables: Set<string>): Array<{ file: string; ta
 
 describe("the tables", () => {
   const created = new Set(
-    fs
-      .readdirSync(path.join(ROOT, "migrations"))
-      .flatMap((file) => [
-        ...fs
-          .readFileSync(path.join(ROOT, "migrations", file), "utf8")
-          .matchAll(/CREATE TABLE (?:IF NOT EXISTS )?(\w+)/g),
-      ])
+    serviceMigrations()
+      .flatMap((m) => [...m.sql.matchAll(/CREATE TABLE (?:IF NOT EXISTS )?(\w+)/g)])
       .map((m) => m[1] as string),
   );
   // The migration runner makes its own table before it applies any migration.
@@ -177,6 +174,38 @@ describe("the tables", () => {
         `${known.module} no longer writes ${known.table}: remove it from KNOWN_FOREIGN_WRITES`,
       ).toBe(true);
     }
+  });
+
+  it("are created and changed by their owner's migrations, each folder of migrations/ a feature's", () => {
+    const folders = fs
+      .readdirSync(path.join(ROOT, "migrations"), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
+    expect(folders.sort()).toEqual(
+      featureModules.flatMap((m) => (m.migrations ? [m.migrations] : [])).sort(),
+    );
+    const touches =
+      /(?:CREATE TABLE(?: IF NOT EXISTS)?|ALTER TABLE(?: IF EXISTS)?|CREATE (?:UNIQUE )?INDEX(?: CONCURRENTLY)?(?: IF NOT EXISTS)? \w+ ON)\s+(\w+)/g;
+    const strays: string[] = [];
+    for (const module of featureModules) {
+      if (!module.migrations) continue;
+      for (const file of fs.readdirSync(featureMigrationsDir(module.migrations))) {
+        const text = fs.readFileSync(path.join(featureMigrationsDir(module.migrations), file), "utf8");
+        for (const m of text.matchAll(touches)) {
+          if (!(module.tables ?? []).includes(m[1] as string)) strays.push(`${module.name}: ${file} ${m[1]}`);
+        }
+      }
+    }
+    expect(strays).toEqual([]);
+    // The check sees what it looks for: the webhooks module's folder creates its deliveries.
+    const webhooks = fs.readdirSync(featureMigrationsDir("webhooks"));
+    expect(
+      webhooks.some((f) =>
+        /CREATE TABLE webhook_deliveries/.test(
+          fs.readFileSync(path.join(featureMigrationsDir("webhooks"), f), "utf8"),
+        ),
+      ),
+    ).toBe(true);
   });
 
   it("are found by the write check, in Kysely builders and raw SQL alike", () => {

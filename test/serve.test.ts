@@ -3,7 +3,7 @@ import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { readMigrations } from "../src/platform/migrate.js";
+import { serviceMigrations } from "../src/context.js";
 import { type Child, runTs } from "./support/children/process.js";
 import { createServerDatabase, SERVER_URL } from "./support/db.js";
 
@@ -156,7 +156,7 @@ describe("cds migrate", () => {
       } else {
         env.CDS_DATA_DIR = freshDir();
       }
-      const all = readMigrations();
+      const all = serviceMigrations();
       const first = cds(["migrate"], env);
       expect(await first.exited).toBe(0);
       const names = all.map((m) => `applied ${String(m.version).padStart(4, "0")}_${m.name}`);

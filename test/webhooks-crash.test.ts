@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { verifyWebhook } from "@case-decisioning/verify-webhook";
 import { afterAll, expect, it } from "vitest";
+import { serviceMigrations } from "../src/context.js";
 import { insertTenant } from "../src/modules/tenants/tenants.repo.js";
 import { emitEvent } from "../src/modules/webhooks/events.js";
 import { upsertWebhookConfig } from "../src/modules/webhooks/webhook-configs.repo.js";
@@ -37,7 +38,7 @@ async function database(): Promise<{ open(): Promise<Db>; env: Record<string, st
 }
 
 async function seed(db: Db, url: string): Promise<{ expected: Map<number, string> }> {
-  await migrate(db);
+  await migrate(db, serviceMigrations());
   const tenantId = uuid();
   await insertTenant(db.root, tenantId, "Crash Bank");
   await upsertWebhookConfig(db.root, tenantId, "default", {

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { configWith } from "../../src/config.js";
-import { createAppContext } from "../../src/context.js";
+import { createAppContext, serviceMigrations } from "../../src/context.js";
 import { insertTenant } from "../../src/modules/tenants/tenants.repo.js";
 import { emitEvent, type NewEvent } from "../../src/modules/webhooks/events.js";
 import { upsertWebhookConfig } from "../../src/modules/webhooks/webhook-configs.repo.js";
@@ -112,7 +112,7 @@ async function inProcessRig(): Promise<Rig> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-bench-webhooks-"));
   const config = configWith({ dataDir, adminToken: "bench-admin-token-0123456789", logLevel: "warn" });
   const db = await openDb({ dataDir });
-  await migrate(db);
+  await migrate(db, serviceMigrations());
   const ctx = createAppContext({ config, db, log: createLogger(config.logLevel) });
   const worker = await startWorker(ctx);
   return {

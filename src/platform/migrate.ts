@@ -23,19 +23,27 @@ export interface MigrationReport {
   alreadyApplied: number;
 }
 
-export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith(".sql"));
-  const migrations = files.map((file) => {
-    const match = /^(\d{4})_([a-z0-9_]+)\.sql$/.exec(file);
-    if (!match) throw new Error(`migration file name ${file} is not NNNN_name.sql`);
-    const text = fs.readFileSync(path.join(dir, file), "utf8");
-    return {
-      version: Number(match[1]),
-      name: match[2] as string,
-      sql: text,
-      checksum: createHash("sha256").update(text).digest("hex"),
-    };
-  });
+/**
+ * The numbered migrations of one or more folders (the platform's `migrations/` and each
+ * feature's), in one sequence: versions are numbered across all folders and never repeat.
+ */
+export function readMigrations(dirs: string | readonly string[] = MIGRATIONS_DIR): Migration[] {
+  const migrations = (typeof dirs === "string" ? [dirs] : dirs).flatMap((dir) =>
+    fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith(".sql"))
+      .map((file) => {
+        const match = /^(\d{4})_([a-z0-9_]+)\.sql$/.exec(file);
+        if (!match) throw new Error(`migration file name ${file} is not NNNN_name.sql`);
+        const text = fs.readFileSync(path.join(dir, file), "utf8");
+        return {
+          version: Number(match[1]),
+          name: match[2] as string,
+          sql: text,
+          checksum: createHash("sha256").update(text).digest("hex"),
+        };
+      }),
+  );
   migrations.sort((a, b) => a.version - b.version);
   migrations.forEach((m, i) => {
     const previous = migrations[i - 1];
@@ -46,11 +54,16 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return migrations;
 }
 
+/** A feature's migrations folder, `migrations/<folder>/`. */
+export function featureMigrationsDir(folder: string): string {
+  return path.join(MIGRATIONS_DIR, folder);
+}
+
 /**
  * Applies every migration not yet recorded, in order, each in its own transaction with its
  * record. Forward-only: a recorded migration whose file has changed stops the run.
  */
-export async function migrate(db: Db, migrations = readMigrations()): Promise<MigrationReport> {
+export async function migrate(db: Db, migrations: readonly Migration[]): Promise<MigrationReport> {
   return db.root.connection().execute(async (conn) => {
     await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK})`.execute(conn);
     try {

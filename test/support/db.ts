@@ -1,4 +1,5 @@
 import pg from "pg";
+import { serviceMigrations } from "../../src/context.js";
 import { randomBase62 } from "../../src/platform/crypto.js";
 import { type Db, openDb } from "../../src/platform/db/index.js";
 import { migrate } from "../../src/platform/migrate.js";
@@ -43,12 +44,12 @@ export async function createTestDatabase(
 ): Promise<TestDatabase> {
   if (!SERVER_URL) {
     const db = await openDb({});
-    if (options.migrate !== false) await migrate(db);
+    if (options.migrate !== false) await migrate(db, serviceMigrations());
     return { db, url: undefined, drop: () => db.close() };
   }
   const server = await createServerDatabase();
   const db = await openDb({ databaseUrl: server.url, poolSize: options.poolSize ?? 10 });
-  if (options.migrate !== false) await migrate(db);
+  if (options.migrate !== false) await migrate(db, serviceMigrations());
   return {
     db,
     url: server.url,

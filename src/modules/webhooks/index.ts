@@ -22,6 +22,7 @@ export { sealStoredWebhookSecrets };
 /** Webhook endpoints, their secrets, delivery of events and its log. */
 export const webhooksModule: FeatureModule = {
   name: "webhooks",
+  migrations: "webhooks",
   tables: ["webhook_configs", "events", "webhook_deliveries", "webhook_attempts"],
   openapi: { webhooks: webhooksSection },
   // Delivery runs on a worker of its own, never on the general one: its attempts wait on
