@@ -1,5 +1,6 @@
 import type { Config } from "./config.js";
 import { caseSeamOf } from "./modules/cases/index.js";
+import { consoleSeamOf } from "./modules/console/index.js";
 import { featureModules } from "./modules/index.js";
 import { NodeTypes } from "./modules/workflows/index.js";
 import type { FeatureModule } from "./platform/app-types.js";
@@ -37,5 +38,6 @@ export function createAppContext(
     blobs: parts.blobs ?? createBlobStore(parts.config),
     nodeTypes: nodeTypesOf(features),
     cases: caseSeamOf(features),
+    console: consoleSeamOf(features),
   };
 }

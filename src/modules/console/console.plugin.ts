@@ -7,6 +7,7 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError } from "../../platform/errors.js";
 import { type ConsoleSession, can, type Permission, SESSION_HOURS, sessionFor } from "../users/index.js";
+import type { ConsoleLink } from "./console.seam.js";
 import { ErrorPage, type PageContext, renderPage } from "./views/layout.js";
 
 declare module "fastify" {
@@ -16,6 +17,10 @@ declare module "fastify" {
   }
   interface FastifyRequest {
     consoleSession?: ConsoleSession;
+  }
+  interface FastifyInstance {
+    /** The links to the features' console pages (inside the console's scope only). */
+    consoleLinks?: readonly ConsoleLink[];
   }
 }
 
@@ -42,6 +47,7 @@ export function pageOf(request: FastifyRequest, reply: FastifyReply): PageContex
     session: request.consoleSession,
     csrf: reply.generateCsrf(),
     path: request.url.split("?")[0] ?? "/console",
+    links: request.server.consoleLinks ?? [],
   };
 }
 
@@ -137,6 +143,7 @@ export async function consoleScope(app: App, ctx: AppContext, routes: (scope: Ap
         },
       });
       scope.decorateRequest("consoleSession", undefined);
+      scope.decorate("consoleLinks", ctx.console.links);
 
       scope.addHook("onRequest", async (request, reply) => {
         securityHeaders(ctx, reply);

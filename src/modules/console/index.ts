@@ -16,5 +16,44 @@ export const consoleModule: FeatureModule = {
       caseRoutes(scope, ctx);
       auditRoutes(scope, ctx);
       settingsRoutes(scope, ctx);
+      for (const section of ctx.console.sections) section.routes?.(scope, ctx);
     }),
 };
+
+export {
+  /** The page context of a request: the session, the form token, the path, the links. */
+  pageOf,
+  /** After a form post, a 303 to the page the browser then loads with GET. */
+  seeOther,
+  /** Sends a rendered page (HTML, status 200 unless said). */
+  sendPage,
+  /** The signed-in user of a route that requires one. */
+  sessionOf,
+} from "./console.plugin.js";
+// What a feature's console pages are built with (see console.seam.ts).
+export {
+  /** A link to a feature's console page, in the main navigation or as a Settings tab. */
+  type ConsoleLink,
+  /** What a feature brings to the console: its links and its page routes. */
+  type ConsoleSection,
+  /** The console seam of a list of features (made once per process by createAppContext). */
+  consoleSeamOf,
+} from "./console.seam.js";
+export {
+  /** A titled section of a page. */
+  Panel,
+  /** A timestamp as the console shows it (a dash when there is none). */
+  Time,
+} from "./views/components.js";
+export {
+  /** The hidden form field with the CSRF token that every form post carries. */
+  Csrf,
+  /** The page frame: head, top bar, navigation, main. */
+  Layout,
+  /** A notice above a page's content (ok, error, info). */
+  Notice,
+  /** What every page knows: who is signed in, the form token, where it is, the links. */
+  type PageContext,
+} from "./views/layout.js";
+/** A settings page's frame: the Settings heading, its tabs (the features' too), a notice. */
+export { SettingsLayout } from "./views/settings/layout.js";

@@ -2,12 +2,15 @@ import type { ComponentChildren } from "preact";
 import { renderToString } from "preact-render-to-string";
 import { type ConsoleSession, can } from "../../users/index.js";
 import { ASSET_VERSION } from "../assets.js";
+import type { ConsoleLink } from "../console.seam.js";
 
 /** What every page knows: who is signed in, the form token, and where it is. */
 export interface PageContext {
   session: ConsoleSession | undefined;
   csrf: string;
   path: string;
+  /** The links to the features' console pages (see console.seam.ts). */
+  links: readonly ConsoleLink[];
 }
 
 /** The CSRF token every form carries (checked by @fastify/csrf-protection). */
@@ -61,6 +64,13 @@ export function Layout({
                 <NavLink page={page} href="/console/audit">
                   Audit log
                 </NavLink>
+                {page.links
+                  .filter((l) => l.place === "main" && can(session.role, l.permission))
+                  .map((l) => (
+                    <NavLink page={page} href={l.href}>
+                      {l.title}
+                    </NavLink>
+                  ))}
                 {can(session.role, "users:manage") ? (
                   <NavLink page={page} href="/console/settings">
                     Settings

@@ -45,11 +45,13 @@ export function SettingsLayout({
         </div>
       </div>
       <nav class="tabs" aria-label="Settings">
-        {SECTIONS.filter((s) => role && can(role, s.permission)).map((s) => (
-          <a href={s.href} aria-current={page.path === s.href ? "page" : undefined}>
-            {s.title}
-          </a>
-        ))}
+        {[...SECTIONS, ...page.links.filter((l) => l.place === "settings")]
+          .filter((s) => role && can(role, s.permission))
+          .map((s) => (
+            <a href={s.href} aria-current={page.path === s.href ? "page" : undefined}>
+              {s.title}
+            </a>
+          ))}
       </nav>
       {notice ? <Notice kind="ok">{notice}</Notice> : null}
       {children}
