@@ -67,3 +67,17 @@ export {
   /** A case of the tenant as the partner API shows it; 404 for an unknown or another tenant's case. */
   getCase,
 } from "./cases.service.js";
+export {
+  /** How many cases each tab of the review queue holds, counted up to a cap. */
+  countQueue,
+  /** One page of the review queue: one status, oldest first, filtered, after a keyset position. */
+  listQueue,
+  /** The statuses the review queue shows, in the order of its tabs. */
+  QUEUE_STATUSES,
+  /** The filters of the review queue. */
+  type QueueFilters,
+  /** A case as the review queue lists it. */
+  type QueueRow,
+  /** One of QUEUE_STATUSES. */
+  type QueueStatus,
+} from "./review-queue.repo.js";

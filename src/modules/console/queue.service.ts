@@ -1,9 +1,9 @@
 import type { AppContext } from "../../platform/context.js";
 import { badRequest } from "../../platform/errors.js";
 import { CASE_TYPES } from "../case-model/index.js";
-import { getTagOptions } from "../tags/index.js";
+import { countQueue, listQueue, QUEUE_STATUSES, type QueueRow, type QueueStatus } from "../cases/index.js";
+import { casesTagged, getTagOptions } from "../tags/index.js";
 import { getWorkflows } from "../workflows/index.js";
-import { countQueue, listQueue, QUEUE_STATUSES, type QueueRow, type QueueStatus } from "./queue.repo.js";
 
 export const PAGE_SIZE = 50;
 export const COUNT_CAP = 1000;
@@ -65,7 +65,19 @@ export async function reviewQueue(ctx: AppContext, tenantId: string, q: QueueQue
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
   const createdBefore = age ? new Date(Date.now() - AGES[age] * 3_600_000) : undefined;
   const [rows, counts, workflows, tags] = await Promise.all([
-    listQueue(ctx.db.root, tenantId, { status, type, workflowId, tag, createdBefore }, PAGE_SIZE + 1, after),
+    listQueue(
+      ctx.db.root,
+      tenantId,
+      {
+        status,
+        type,
+        workflowId,
+        createdBefore,
+        among: tag ? casesTagged(ctx.db.root, tenantId, tag) : undefined,
+      },
+      PAGE_SIZE + 1,
+      after,
+    ),
     countQueue(ctx.db.root, tenantId, COUNT_CAP),
     getWorkflows(ctx, tenantId),
     getTagOptions(ctx, tenantId),

@@ -14,6 +14,8 @@ export const tagsModule: FeatureModule = {
   },
 };
 
+/** The ids of a tenant's cases with a tag, as a subquery for another module's query of cases. */
+export { casesTagged } from "./tags.repo.js";
 export {
   /** Applies a tag */
   applyTag,

@@ -1,6 +1,15 @@
 import { sql } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
 
+/** The ids of a tenant's cases with a tag, as a subquery for another module's query of cases. */
+export function casesTagged(db: Executor, tenantId: string, tag: string) {
+  return db
+    .selectFrom("case_tags")
+    .select("case_id")
+    .where("tenant_id", "=", tenantId)
+    .where("tag", "=", tag);
+}
+
 export interface CaseTagRow {
   tag: string;
   created_by: string;

@@ -1,5 +1,5 @@
 import { CASE_TYPES } from "../../case-model/index.js";
-import { QUEUE_STATUSES } from "../queue.repo.js";
+import { QUEUE_STATUSES } from "../../cases/index.js";
 import { type AGES, COUNT_CAP, type QueuePage } from "../queue.service.js";
 import { age, Badge, label, Time } from "./components.js";
 import { Layout, type PageContext } from "./layout.js";

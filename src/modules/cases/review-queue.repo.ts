@@ -1,5 +1,8 @@
-import { sql } from "kysely";
-import type { Executor } from "../../platform/db/index.js";
+import { type SelectQueryBuilder, sql } from "kysely";
+import type { Database, Executor } from "../../platform/db/index.js";
+
+// The review queue's read of the cases table, for the console. Filters on what other modules
+// keep of a case (its tags) come in as a subquery of case ids written by their owner.
 
 /** The statuses the review queue shows, in the order of its tabs. */
 export const QUEUE_STATUSES = ["in_review", "waiting", "failed"] as const;
@@ -9,7 +12,8 @@ export interface QueueFilters {
   status: QueueStatus;
   type?: string;
   workflowId?: string;
-  tag?: string;
+  /** Only the cases among these ids (a subquery of another module's: the cases with a tag). */
+  among?: SelectQueryBuilder<Database, keyof Database, { case_id: string }>;
   /** Only cases created before this instant (the age filter). */
   createdBefore?: Date;
 }
@@ -58,18 +62,7 @@ export function listQueue(
   if (f.type) query = query.where("type", "=", f.type);
   if (f.workflowId) query = query.where("workflow_id", "=", f.workflowId);
   if (f.createdBefore) query = query.where("created_at", "<", f.createdBefore);
-  if (f.tag) {
-    const tag = f.tag;
-    query = query.where(({ exists, selectFrom }) =>
-      exists(
-        selectFrom("case_tags")
-          .select("case_tags.id")
-          .whereRef("case_tags.case_id", "=", "cases.id")
-          .where("case_tags.tenant_id", "=", tenantId)
-          .where("case_tags.tag", "=", tag),
-      ),
-    );
-  }
+  if (f.among) query = query.where("id", "in", f.among);
   if (after) {
     query = query.where((eb) =>
       eb.or([
