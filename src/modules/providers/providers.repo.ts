@@ -1,5 +1,12 @@
 import { type Selectable, sql } from "kysely";
-import type { Executor } from "../../platform/db/index.js";
+import {
+  deleteRows,
+  type Executor,
+  findRow,
+  findRows,
+  updateRows,
+  upsertRow,
+} from "../../platform/db/index.js";
 import type {
   ProviderCallsTable,
   ProviderConfigsTable,
@@ -28,12 +35,7 @@ export function findProviderConfig(
   tenantId: string,
   brokerId: string,
 ): Promise<ProviderConfigRow | undefined> {
-  return db
-    .selectFrom("provider_configs")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("broker_id", "=", brokerId)
-    .executeTakeFirst();
+  return findRow(db, "provider_configs", { tenant_id: tenantId, broker_id: brokerId });
 }
 
 /** The configuration an inbound webhook URL names; the token alone identifies the tenant. */
@@ -41,11 +43,7 @@ export function findProviderConfigByInboundToken(
   db: Executor,
   inboundToken: string,
 ): Promise<ProviderConfigRow | undefined> {
-  return db
-    .selectFrom("provider_configs")
-    .selectAll()
-    .where("inbound_token", "=", inboundToken)
-    .executeTakeFirst();
+  return findRow(db, "provider_configs", { inbound_token: inboundToken });
 }
 
 export function upsertProviderConfig(
@@ -60,23 +58,14 @@ export function upsertProviderConfig(
     webhook_secret_sealed: values.webhookSecretSealed,
     timeout_ms: values.timeoutMs,
   };
-  return db
-    .insertInto("provider_configs")
-    .values({ tenant_id: tenantId, broker_id: brokerId, inbound_token: values.inboundToken, ...columns })
-    .onConflict((oc) =>
-      oc.columns(["tenant_id", "broker_id"]).doUpdateSet({ ...columns, updated_at: sql<Date>`now()` }),
-    )
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const key = { tenant_id: tenantId, broker_id: brokerId };
+  return upsertRow(db, "provider_configs", key, columns, {
+    insertOnly: { inbound_token: values.inboundToken },
+  });
 }
 
 export function listProviderConfigs(db: Executor, tenantId: string): Promise<ProviderConfigRow[]> {
-  return db
-    .selectFrom("provider_configs")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .orderBy("broker_id")
-    .execute();
+  return findRows(db, "provider_configs", { tenant_id: tenantId }, ["broker_id"]);
 }
 
 /** The brokers among `brokerIds` the tenant has configured. */
@@ -100,12 +89,7 @@ export async function deleteProviderConfig(
   tenantId: string,
   brokerId: string,
 ): Promise<boolean> {
-  const result = await db
-    .deleteFrom("provider_configs")
-    .where("tenant_id", "=", tenantId)
-    .where("broker_id", "=", brokerId)
-    .executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  return (await deleteRows(db, "provider_configs", { tenant_id: tenantId, broker_id: brokerId })) > 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -155,32 +139,16 @@ export function findRunByWait(
   tenantId: string,
   waitId: string,
 ): Promise<ProviderRunRow | undefined> {
-  return db
-    .selectFrom("provider_runs")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("wait_id", "=", waitId)
-    .executeTakeFirst();
+  return findRow(db, "provider_runs", { tenant_id: tenantId, wait_id: waitId });
 }
 
 export function findRun(db: Executor, tenantId: string, runId: string): Promise<ProviderRunRow | undefined> {
-  return db
-    .selectFrom("provider_runs")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", runId)
-    .executeTakeFirst();
+  return findRow(db, "provider_runs", { tenant_id: tenantId, id: runId });
 }
 
 /** The runs of a case, newest first. */
 export function listRunsOfCase(db: Executor, tenantId: string, caseId: string): Promise<ProviderRunRow[]> {
-  return db
-    .selectFrom("provider_runs")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .orderBy("seq", "desc")
-    .execute();
+  return findRows(db, "provider_runs", { tenant_id: tenantId, case_id: caseId }, ["seq desc"]);
 }
 
 /** The runs of the tenant waiting on this vendor subject (a Sumsub applicant), in case lock order. */
@@ -190,15 +158,13 @@ export function listWaitingRunsOfSubject(
   brokerId: string,
   subjectRef: string,
 ): Promise<ProviderRunRow[]> {
-  return db
-    .selectFrom("provider_runs")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("broker_id", "=", brokerId)
-    .where("subject_ref", "=", subjectRef)
-    .where("status", "=", "waiting")
-    .orderBy("case_id")
-    .execute();
+  const match = {
+    tenant_id: tenantId,
+    broker_id: brokerId,
+    subject_ref: subjectRef,
+    status: "waiting",
+  } as const;
+  return findRows(db, "provider_runs", match, ["case_id"]);
 }
 
 export interface RunPatch {
@@ -269,13 +235,7 @@ export async function insertCall(
 }
 
 export function listCallsOfRun(db: Executor, tenantId: string, runId: string): Promise<ProviderCallRow[]> {
-  return db
-    .selectFrom("provider_calls")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("run_id", "=", runId)
-    .orderBy("id")
-    .execute();
+  return findRows(db, "provider_calls", { tenant_id: tenantId, run_id: runId }, ["id"]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,12 +276,7 @@ export function findEvent(
   tenantId: string,
   eventId: string,
 ): Promise<ProviderEventRow | undefined> {
-  return db
-    .selectFrom("provider_events")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", eventId)
-    .executeTakeFirst();
+  return findRow(db, "provider_events", { tenant_id: tenantId, id: eventId });
 }
 
 export async function markEventHandled(
@@ -330,10 +285,10 @@ export async function markEventHandled(
   eventId: string,
   outcome: string,
 ): Promise<void> {
-  await db
-    .updateTable("provider_events")
-    .set({ handled_at: sql<Date>`now()`, outcome })
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", eventId)
-    .execute();
+  await updateRows(
+    db,
+    "provider_events",
+    { tenant_id: tenantId, id: eventId },
+    { handled_at: sql<Date>`now()`, outcome },
+  );
 }

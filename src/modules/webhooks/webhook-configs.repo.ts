@@ -1,5 +1,5 @@
-import { type Selectable, sql } from "kysely";
-import type { Executor } from "../../platform/db/index.js";
+import type { Selectable } from "kysely";
+import { deleteRows, type Executor, findRow, findRows, upsertRow } from "../../platform/db/index.js";
 import type { WebhookConfigsTable, WebhookSecret } from "./webhooks.tables.js";
 
 export type WebhookConfigRow = Selectable<WebhookConfigsTable>;
@@ -19,12 +19,7 @@ export function findWebhookConfig(
   tenantId: string,
   webhookKey: string,
 ): Promise<WebhookConfigRow | undefined> {
-  return db
-    .selectFrom("webhook_configs")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("webhook_key", "=", webhookKey)
-    .executeTakeFirst();
+  return findRow(db, "webhook_configs", { tenant_id: tenantId, webhook_key: webhookKey });
 }
 
 export function upsertWebhookConfig(
@@ -41,23 +36,11 @@ export function upsertWebhookConfig(
     max_attempts: values.maxAttempts,
     timeout_ms: values.timeoutMs,
   };
-  return db
-    .insertInto("webhook_configs")
-    .values({ tenant_id: tenantId, webhook_key: webhookKey, ...columns })
-    .onConflict((oc) =>
-      oc.columns(["tenant_id", "webhook_key"]).doUpdateSet({ ...columns, updated_at: sql<Date>`now()` }),
-    )
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return upsertRow(db, "webhook_configs", { tenant_id: tenantId, webhook_key: webhookKey }, columns);
 }
 
 export function listWebhookConfigs(db: Executor, tenantId: string): Promise<WebhookConfigRow[]> {
-  return db
-    .selectFrom("webhook_configs")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .orderBy("webhook_key")
-    .execute();
+  return findRows(db, "webhook_configs", { tenant_id: tenantId }, ["webhook_key"]);
 }
 
 export async function deleteWebhookConfig(
@@ -65,21 +48,10 @@ export async function deleteWebhookConfig(
   tenantId: string,
   webhookKey: string,
 ): Promise<boolean> {
-  const result = await db
-    .deleteFrom("webhook_configs")
-    .where("tenant_id", "=", tenantId)
-    .where("webhook_key", "=", webhookKey)
-    .executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  return (await deleteRows(db, "webhook_configs", { tenant_id: tenantId, webhook_key: webhookKey })) > 0;
 }
 
 /** Whether the tenant has a webhook configuration of this key. */
 export async function webhookKeyExists(db: Executor, tenantId: string, webhookKey: string): Promise<boolean> {
-  const row = await db
-    .selectFrom("webhook_configs")
-    .select("webhook_key")
-    .where("tenant_id", "=", tenantId)
-    .where("webhook_key", "=", webhookKey)
-    .executeTakeFirst();
-  return row !== undefined;
+  return (await findWebhookConfig(db, tenantId, webhookKey)) !== undefined;
 }

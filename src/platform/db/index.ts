@@ -141,3 +141,14 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint?: string } | null;
   return e?.code === "23505" && (constraint === undefined || e.constraint === constraint);
 }
+
+export {
+  deleteRows,
+  findRow,
+  findRows,
+  type Match,
+  type OrderBy,
+  type Table,
+  updateRows,
+  upsertRow,
+} from "./rows.js";
