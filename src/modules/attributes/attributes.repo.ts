@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import type { Executor } from "../../platform/db/index.js";
+import { type Executor, findRow } from "../../platform/db/index.js";
 
 export type AttributeValue = string | number | boolean;
 
@@ -40,12 +40,8 @@ export async function getAttributes(
   tenantId: string,
   externalCustomerId: string,
 ): Promise<Record<string, AttributeValue>> {
-  const row = await db
-    .selectFrom("customer_attributes")
-    .select("attributes")
-    .where("tenant_id", "=", tenantId)
-    .where("external_customer_id", "=", externalCustomerId)
-    .executeTakeFirst();
+  const key = { tenant_id: tenantId, external_customer_id: externalCustomerId };
+  const row = await findRow(db, "customer_attributes", key);
   return row?.attributes ?? {};
 }
 

@@ -1,6 +1,6 @@
 import { type RawBuilder, type Selectable, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
-import { type Executor, jsonOrNull } from "../../platform/db/index.js";
+import { type Executor, findRow, jsonOrNull, updateRows } from "../../platform/db/index.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
 import type { CasesTable } from "./cases.tables.js";
 
@@ -85,24 +85,13 @@ export function findCaseByIdempotencyKey(
   tenantId: string,
   key: string,
 ): Promise<CaseRow | undefined> {
-  return db
-    .selectFrom("cases")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("idempotency_key", "=", key)
-    .executeTakeFirst();
+  return findRow(db, "cases", { tenant_id: tenantId, idempotency_key: key });
 }
 
 /** Reads and locks the case for the rest of the transaction: one writer per case at a time. */
 export async function lockCase(tx: Executor, tenantId: string, caseId: string): Promise<CaseRow | undefined> {
   if (!isUuid(caseId)) return undefined;
-  return tx
-    .selectFrom("cases")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", caseId)
-    .forUpdate()
-    .executeTakeFirst();
+  return findRow(tx, "cases", { tenant_id: tenantId, id: caseId }, { forUpdate: true });
 }
 
 /**
@@ -122,9 +111,7 @@ export async function findCaseAnyTenant(
   lock = false,
 ): Promise<CaseRow | undefined> {
   if (!isUuid(caseId)) return undefined;
-  let query = db.selectFrom("cases").selectAll().where("id", "=", caseId);
-  if (lock) query = query.forUpdate();
-  return query.executeTakeFirst();
+  return findRow(db, "cases", { id: caseId }, { forUpdate: lock });
 }
 
 export type CasePatch = Updateable<CasesTable>;
@@ -135,35 +122,18 @@ export async function updateCase(
   caseId: string,
   patch: CasePatch,
 ): Promise<void> {
-  await tx
-    .updateTable("cases")
-    .set({ ...patch, updated_at: new Date() })
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", caseId)
-    .execute();
+  await updateRows(tx, "cases", { tenant_id: tenantId, id: caseId }, { ...patch, updated_at: new Date() });
 }
 
 /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */
 export async function findCase(db: Executor, tenantId: string, caseId: string): Promise<CaseRow | undefined> {
   if (!isUuid(caseId)) return undefined;
-  return db
-    .selectFrom("cases")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", caseId)
-    .executeTakeFirst();
+  return findRow(db, "cases", { tenant_id: tenantId, id: caseId });
 }
 
 /** Whether the tenant has this case, without reading it. */
 export async function caseExists(db: Executor, tenantId: string, caseId: string): Promise<boolean> {
-  if (!isUuid(caseId)) return false;
-  const row = await db
-    .selectFrom("cases")
-    .select("id")
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", caseId)
-    .executeTakeFirst();
-  return row !== undefined;
+  return (await findCaseFacts(db, tenantId, caseId)) !== undefined;
 }
 
 export interface CaseFilters {

@@ -1,6 +1,6 @@
 import type { QueryCreator } from "kysely";
 import { type Selectable, sql } from "kysely";
-import { type Database, type Executor, jsonOrNull } from "../../platform/db/index.js";
+import { type Database, type Executor, findRows, jsonOrNull, updateRows } from "../../platform/db/index.js";
 import { insertJobs, type JobSpec, notifyJobs } from "../../platform/jobs.js";
 import { type CaseStateWrite, caseStatesUpdate } from "../cases/index.js";
 import type { CaseStepsTable, CaseWaitsTable } from "./engine.tables.js";
@@ -111,13 +111,7 @@ export async function writeSteps(tx: Executor, writes: CaseWrite[]): Promise<Map
 }
 
 export function listSteps(db: Executor, tenantId: string, caseId: string) {
-  return db
-    .selectFrom("case_steps")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .orderBy("seq")
-    .execute();
+  return findRows(db, "case_steps", { tenant_id: tenantId, case_id: caseId }, ["seq"]);
 }
 
 export interface NewWait {
@@ -174,26 +168,13 @@ export function findOpenWaitsByRef(
   kind: string,
   ref: string,
 ): Promise<WaitRow[]> {
-  return db
-    .selectFrom("case_waits")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("kind", "=", kind)
-    .where("ref", "=", ref)
-    .where("resolved_at", "is", null)
-    .orderBy("created_at")
-    .execute();
+  return findRows(db, "case_waits", { tenant_id: tenantId, kind, ref, resolved_at: null }, ["created_at"]);
 }
 
 export function listOpenWaits(db: Executor, tenantId: string, caseId: string): Promise<WaitRow[]> {
-  return db
-    .selectFrom("case_waits")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .where("resolved_at", "is", null)
-    .orderBy("created_at")
-    .execute();
+  return findRows(db, "case_waits", { tenant_id: tenantId, case_id: caseId, resolved_at: null }, [
+    "created_at",
+  ]);
 }
 
 /** Resolves an open wait; false when it was already resolved (the other resolution won). */
@@ -203,14 +184,8 @@ export async function resolveWait(
   waitId: string,
   resolution: WaitResolutionKind,
 ): Promise<boolean> {
-  const result = await tx
-    .updateTable("case_waits")
-    .set({ resolved_at: sql<Date>`now()`, resolution })
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", waitId)
-    .where("resolved_at", "is", null)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  const open = { tenant_id: tenantId, id: waitId, resolved_at: null };
+  return (await updateRows(tx, "case_waits", open, { resolved_at: sql<Date>`now()`, resolution })) > 0;
 }
 
 export async function resolveOpenWaitsOfCase(
@@ -219,11 +194,6 @@ export async function resolveOpenWaitsOfCase(
   caseId: string,
   resolution: WaitResolutionKind,
 ): Promise<void> {
-  await tx
-    .updateTable("case_waits")
-    .set({ resolved_at: sql<Date>`now()`, resolution })
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .where("resolved_at", "is", null)
-    .execute();
+  const open = { tenant_id: tenantId, case_id: caseId, resolved_at: null };
+  await updateRows(tx, "case_waits", open, { resolved_at: sql<Date>`now()`, resolution });
 }

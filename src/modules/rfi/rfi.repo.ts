@@ -1,6 +1,6 @@
 import { type Selectable, sql } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
-import type { Executor } from "../../platform/db/index.js";
+import { type Executor, findRow, findRows } from "../../platform/db/index.js";
 import type {
   AnswerSource,
   InformationRequestsTable,
@@ -67,25 +67,12 @@ export async function findRequest(
   lock = false,
 ): Promise<RfiRow | undefined> {
   if (!isUuid(rfiId) || !isUuid(caseId)) return undefined;
-  let query = db
-    .selectFrom("information_requests")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .where("id", "=", rfiId);
-  if (lock) query = query.forUpdate();
-  return query.executeTakeFirst();
+  const key = { tenant_id: tenantId, case_id: caseId, id: rfiId };
+  return findRow(db, "information_requests", key, { forUpdate: lock });
 }
 
 export function listRequests(db: Executor, tenantId: string, caseId: string): Promise<RfiRow[]> {
-  return db
-    .selectFrom("information_requests")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .orderBy("created_at")
-    .orderBy("id")
-    .execute();
+  return findRows(db, "information_requests", { tenant_id: tenantId, case_id: caseId }, ["created_at", "id"]);
 }
 
 /** Moves a pending request to a final status; undefined when it was no longer pending. */
@@ -248,11 +235,5 @@ export async function findCaseSlot(
   slotId: string,
 ): Promise<SlotRow | undefined> {
   if (!isUuid(slotId)) return undefined;
-  return db
-    .selectFrom("rfi_upload_slots")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .where("id", "=", slotId)
-    .executeTakeFirst();
+  return findRow(db, "rfi_upload_slots", { tenant_id: tenantId, case_id: caseId, id: slotId });
 }

@@ -1,4 +1,4 @@
-import type { Executor } from "../../platform/db/index.js";
+import { deleteRows, type Executor, updateRows } from "../../platform/db/index.js";
 import type { Role } from "./roles.js";
 
 export interface SessionRow {
@@ -52,23 +52,15 @@ export function findLiveSession(db: Executor, tokenHash: Buffer, now: Date): Pro
 }
 
 export async function touchSession(db: Executor, tokenHash: Buffer, now: Date): Promise<void> {
-  await db
-    .updateTable("console_sessions")
-    .set({ last_seen_at: now })
-    .where("token_hash", "=", tokenHash)
-    .execute();
+  await updateRows(db, "console_sessions", { token_hash: tokenHash }, { last_seen_at: now });
 }
 
 export async function deleteSession(db: Executor, tokenHash: Buffer): Promise<void> {
-  await db.deleteFrom("console_sessions").where("token_hash", "=", tokenHash).execute();
+  await deleteRows(db, "console_sessions", { token_hash: tokenHash });
 }
 
 export async function deleteUserSessions(db: Executor, tenantId: string, userId: string): Promise<void> {
-  await db
-    .deleteFrom("console_sessions")
-    .where("tenant_id", "=", tenantId)
-    .where("user_id", "=", userId)
-    .execute();
+  await deleteRows(db, "console_sessions", { tenant_id: tenantId, user_id: userId });
 }
 
 export async function recordSigninFailure(db: Executor, email: string, address: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Selectable } from "kysely";
-import type { Executor } from "../../platform/db/index.js";
+import { deleteRows, type Executor, findRow, findRows } from "../../platform/db/index.js";
 import type { Role } from "./roles.js";
 import type { ConsoleUsersTable } from "./users.tables.js";
 
@@ -32,13 +32,7 @@ export function insertUser(db: Executor, u: NewUser): Promise<UserRow> {
 }
 
 export function listUsers(db: Executor, tenantId: string): Promise<UserRow[]> {
-  return db
-    .selectFrom("console_users")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .orderBy("created_at")
-    .orderBy("id")
-    .execute();
+  return findRows(db, "console_users", { tenant_id: tenantId }, ["created_at", "id"]);
 }
 
 export function findUser(
@@ -47,27 +41,16 @@ export function findUser(
   userId: string,
   lock = false,
 ): Promise<UserRow | undefined> {
-  let query = db
-    .selectFrom("console_users")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", userId);
-  if (lock) query = query.forUpdate();
-  return query.executeTakeFirst();
+  return findRow(db, "console_users", { tenant_id: tenantId, id: userId }, { forUpdate: lock });
 }
 
 /** Sign-in names no tenant: the email alone finds the user. */
 export function findUserByEmail(db: Executor, email: string): Promise<UserRow | undefined> {
-  return db.selectFrom("console_users").selectAll().where("email", "=", email).executeTakeFirst();
+  return findRow(db, "console_users", { email });
 }
 
 export function findUserBySetupToken(db: Executor, tokenHash: Buffer): Promise<UserRow | undefined> {
-  return db
-    .selectFrom("console_users")
-    .selectAll()
-    .where("setup_token_hash", "=", tokenHash)
-    .forUpdate()
-    .executeTakeFirst();
+  return findRow(db, "console_users", { setup_token_hash: tokenHash }, { forUpdate: true });
 }
 
 export async function updateUser(
@@ -93,10 +76,5 @@ export async function updateUser(
 
 /** Deletes the user; the sessions go with it (ON DELETE CASCADE). */
 export async function deleteUser(db: Executor, tenantId: string, userId: string): Promise<boolean> {
-  const res = await db
-    .deleteFrom("console_users")
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", userId)
-    .executeTakeFirst();
-  return res.numDeletedRows > 0n;
+  return (await deleteRows(db, "console_users", { tenant_id: tenantId, id: userId })) > 0;
 }

@@ -1,5 +1,5 @@
 import { type Selectable, sql } from "kysely";
-import type { Executor } from "../../platform/db/index.js";
+import { type Executor, findRow } from "../../platform/db/index.js";
 import type {
   DeliveryStatus,
   WebhookAttemptsTable,
@@ -188,9 +188,7 @@ export function findDelivery(
   deliveryId: string,
   lock = false,
 ): Promise<DeliveryRow | undefined> {
-  let query = db.selectFrom("webhook_deliveries").selectAll().where("id", "=", deliveryId);
-  if (lock) query = query.forUpdate();
-  return query.executeTakeFirst();
+  return findRow(db, "webhook_deliveries", { id: deliveryId }, { forUpdate: lock });
 }
 
 export interface FailedFilter {

@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import type { Executor } from "../../platform/db/index.js";
+import { type Executor, updateRows } from "../../platform/db/index.js";
 
 export interface WorkflowRow {
   workflow_id: string;
@@ -76,12 +76,8 @@ export async function setCurrentVersion(
   workflowId: string,
   version: number,
 ): Promise<void> {
-  await tx
-    .updateTable("workflows")
-    .set({ current_version: version, updated_at: sql<Date>`now()` })
-    .where("tenant_id", "=", tenantId)
-    .where("workflow_id", "=", workflowId)
-    .execute();
+  const key = { tenant_id: tenantId, workflow_id: workflowId };
+  await updateRows(tx, "workflows", key, { current_version: version, updated_at: sql<Date>`now()` });
 }
 
 export function listWorkflows(db: Executor, tenantId: string): Promise<WorkflowRow[]> {

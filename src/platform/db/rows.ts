@@ -8,7 +8,7 @@ import type { Database } from "./schema.js";
 
 /** A table's name. */
 export type Table = keyof Database & string;
-/** Values for some of a table's columns, matched with `=`. */
+/** Values for some of a table's columns, matched with `=` (a null with `IS NULL`). */
 export type Match<T extends Table> = Partial<Selectable<Database[T]>>;
 
 function where(query: AnyQuery, match: object): AnyQuery {
@@ -16,7 +16,7 @@ function where(query: AnyQuery, match: object): AnyQuery {
   for (const [column, value] of Object.entries(match)) {
     // A column named by the caller's own code (typed as the table's), never by input.
     if (value === undefined) throw new Error(`no value to match ${column} with`);
-    q = q.where(sql.ref(column), "=", value);
+    q = q.where(sql.ref(column), value === null ? "is" : "=", value);
   }
   return q;
 }
