@@ -5,17 +5,6 @@
  * a worker that dies simply stops renewing, so the job becomes claimable again when the lease
  * runs out. NOTIFY wakes idle workers at once; polling is the fallback.
  */
-export {
-  type BatchJobHandler,
-  type ClaimedJob,
-  type ClaimToken,
-  type Continuation,
-  defaultBackoffMs,
-  type JobHandler,
-  PermanentJobError,
-  type PlainJobHandler,
-  RescheduleJob,
-  type TransactionalJobHandler,
-} from "./jobs/handlers.js";
+export * from "./jobs/handlers.js";
 export { deleteJob, enqueue, insertJobs, JOBS_CHANNEL, type JobSpec, notifyJobs } from "./jobs/queue.js";
 export { JobWorker, type WorkerOptions } from "./jobs/worker.js";

@@ -109,34 +109,27 @@ export function emptyResponse(description: string): TSchema {
 }
 
 /** The OpenAPI document's groups of operations, in the order partners read them. */
-const API_TAGS = [
-  { name: "cases", description: "Submit cases and read their status, decision and history." },
-  { name: "paused nodes", description: "Act on a workflow node that waits: its actions and callbacks." },
-  { name: "tags", description: "Label cases from the tenant's tag vocabulary." },
-  {
-    name: "information requests",
-    description: "Ask the customer for information and documents; record the answer.",
-  },
-  { name: "customer attributes", description: "Facts about a customer that workflows read." },
-  { name: "service", description: "Liveness, readiness and metrics of the running service." },
-  { name: "webhooks", description: "The signed events the service posts to your endpoints." },
-  { name: "operator: tenants", description: "Provision tenants (operator token)." },
-  { name: "operator: API keys", description: "Issue and revoke a tenant's API keys (operator token)." },
-  {
-    name: "operator: workflows",
-    description: "Versioned workflows: create, publish, dry-run (operator token).",
-  },
-  { name: "operator: cases", description: "Analyst actions on cases: override, close (operator token)." },
-  { name: "operator: tags", description: "A tenant's tag vocabulary (operator token)." },
-  {
-    name: "operator: information requests",
-    description: "Raise, remind, cancel and answer requests for a tenant (operator token).",
-  },
-  {
-    name: "operator: webhooks",
-    description: "Webhook endpoints, secrets and the delivery log (operator token).",
-  },
-];
+const API_TAGS = (
+  [
+    ["cases", "Submit cases and read their status, decision and history."],
+    ["paused nodes", "Act on a workflow node that waits: its actions and callbacks."],
+    ["tags", "Label cases from the tenant's tag vocabulary."],
+    ["information requests", "Ask the customer for information and documents; record the answer."],
+    ["customer attributes", "Facts about a customer that workflows read."],
+    ["service", "Liveness, readiness and metrics of the running service."],
+    ["webhooks", "The signed events the service posts to your endpoints."],
+    ["operator: tenants", "Provision tenants (operator token)."],
+    ["operator: API keys", "Issue and revoke a tenant's API keys (operator token)."],
+    ["operator: workflows", "Versioned workflows: create, publish, dry-run (operator token)."],
+    ["operator: cases", "Analyst actions on cases: override, close (operator token)."],
+    ["operator: tags", "A tenant's tag vocabulary (operator token)."],
+    [
+      "operator: information requests",
+      "Raise, remind, cancel and answer requests for a tenant (operator token).",
+    ],
+    ["operator: webhooks", "Webhook endpoints, secrets and the delivery log (operator token)."],
+  ] as const
+).map(([name, description]) => ({ name, description }));
 
 type Schema = Record<string, unknown>;
 

@@ -166,12 +166,8 @@ export function listCases(
  * first; dry-run cases only with `dryRun: true`.
  */
 export function listCasesForOperator(
-  db: Executor,
-  tenantId: string | undefined,
-  filters: CaseFilters & { dryRun?: boolean },
-  limit: number,
-  after: { createdAt: Date; id: string } | undefined,
-): Promise<CaseRow[]> {
+  ...[db, tenantId, filters, limit, after]: Parameters<typeof pageOfCases>
+) {
   return pageOfCases(db, tenantId, { ...filters, dryRun: filters.dryRun === true }, limit, after);
 }
 

@@ -293,12 +293,7 @@ export async function caseRecord(
     parts.informationRequests(db, row.tenant_id, row.id),
   ]);
   return {
-    caseId: row.id,
-    requestId: row.request_id,
-    status: row.status,
-    type: row.type,
-    workflowId: row.workflow_id,
-    workflowVersion: row.workflow_version,
+    ...caseIdentity(row),
     subject: row.subject,
     payload: row.payload,
     metadata: row.metadata,
@@ -324,7 +319,8 @@ export async function getCase(ctx: AppContext, tenantId: string, caseId: string)
   return caseRecord(ctx.cases.parts, ctx.db.root, row);
 }
 
-export function caseSummary(row: CaseRow) {
+/** What a case record and a case summary both begin with. */
+function caseIdentity(row: CaseRow) {
   return {
     caseId: row.id,
     requestId: row.request_id,
@@ -332,6 +328,12 @@ export function caseSummary(row: CaseRow) {
     type: row.type,
     workflowId: row.workflow_id,
     workflowVersion: row.workflow_version,
+  };
+}
+
+export function caseSummary(row: CaseRow) {
+  return {
+    ...caseIdentity(row),
     displayName: typeof row.subject.displayName === "string" ? row.subject.displayName : null,
     externalCustomerId: row.external_customer_id,
     decision: row.decision,

@@ -71,6 +71,21 @@ function checkAddress(address: unknown, path: string, problems: ErrorDetail[]): 
   if (a) checkCountry(a.country, `${path}.country`, problems);
 }
 
+/** A person or a business of the subject: its date and country fields, address and identifiers. */
+function checkParty(
+  party: Json | undefined,
+  name: "person" | "business",
+  [dateField, countryField]: [string, string],
+  problems: ErrorDetail[],
+): void {
+  if (!party) return;
+  const path = `subject.${name}`;
+  checkDate(party[dateField], `${path}.${dateField}`, problems);
+  checkCountry(party[countryField], `${path}.${countryField}`, problems);
+  checkAddress(party.address, `${path}.address`, problems);
+  checkIdentifiers(party.identifiers, `${path}.identifiers`, problems);
+}
+
 export interface SubmissionFacts {
   eventTimestamp: Date | null;
   externalCustomerId: string | null;
@@ -104,20 +119,13 @@ export function checkSubmission(
     }
   }
 
-  const person = input.subject.person as Json | undefined;
-  if (person) {
-    checkDate(person.dateOfBirth, "subject.person.dateOfBirth", problems);
-    checkCountry(person.nationality, "subject.person.nationality", problems);
-    checkAddress(person.address, "subject.person.address", problems);
-    checkIdentifiers(person.identifiers, "subject.person.identifiers", problems);
-  }
-  const business = input.subject.business as Json | undefined;
-  if (business) {
-    checkDate(business.incorporationDate, "subject.business.incorporationDate", problems);
-    checkCountry(business.country, "subject.business.country", problems);
-    checkAddress(business.address, "subject.business.address", problems);
-    checkIdentifiers(business.identifiers, "subject.business.identifiers", problems);
-  }
+  checkParty(input.subject.person as Json | undefined, "person", ["dateOfBirth", "nationality"], problems);
+  checkParty(
+    input.subject.business as Json | undefined,
+    "business",
+    ["incorporationDate", "country"],
+    problems,
+  );
   const transaction = input.subject.transaction as Json | undefined;
   if (transaction) {
     if (typeof transaction.currency === "string" && !isCurrency(transaction.currency)) {

@@ -12,7 +12,7 @@ import {
   remindRequest,
   tenantOfCase,
 } from "./rfi.service.js";
-import { AnswerResultSchema, InformationRequestSchema } from "./rfi.views.js";
+import { ANSWER_RESPONSES, InformationRequestSchema } from "./rfi.views.js";
 import { answerAsAnalyst } from "./rfi-answer.service.js";
 import { ANSWER_VALUES } from "./rfi-answer.validation.js";
 import { openDocument } from "./uploads.service.js";
@@ -148,14 +148,7 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
           'partner answer is 409 `already_answered` with `answeredBy: "analyst"`.',
         params: RfiParams,
         body: AdminAnswerBody,
-        response: {
-          200: AnswerResultSchema,
-          409: errorResponse("`already_answered`, `not_pending`, `case_terminal` or `dry_run`", "rfi"),
-          422: errorResponse(
-            "`document_not_uploaded`, `invalid_field_key`, `invalid_field_value`, `fields_too_large` or `too_many_documents`",
-            "rfi",
-          ),
-        },
+        response: ANSWER_RESPONSES,
       },
     },
     async (request) => answerAsAnalyst(ctx, request.params.caseId, request.params.rfiId, request.body),

@@ -6,7 +6,7 @@ import { partnerOf } from "../auth/index.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import { AnswerBody, MintBody, RaiseBody } from "./rfi.schemas.js";
 import { getRequest, listRequestsOfCase, raiseRequest } from "./rfi.service.js";
-import { AnswerResultSchema, InformationRequestSchema, UploadSlotSchema } from "./rfi.views.js";
+import { ANSWER_RESPONSES, InformationRequestSchema, UploadSlotSchema } from "./rfi.views.js";
 import { answerRequest } from "./rfi-answer.service.js";
 import { ANSWER_VALUES } from "./rfi-answer.validation.js";
 import { mintUploadSlot } from "./uploads.service.js";
@@ -145,14 +145,7 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
         ].join(" "),
         params: RfiParams,
         body: AnswerBody,
-        response: {
-          200: AnswerResultSchema,
-          409: errorResponse("`already_answered`, `not_pending`, `case_terminal` or `dry_run`", "rfi"),
-          422: errorResponse(
-            "`document_not_uploaded`, `invalid_field_key`, `invalid_field_value`, `fields_too_large` or `too_many_documents`",
-            "rfi",
-          ),
-        },
+        response: ANSWER_RESPONSES,
       },
     },
     async (request) => {

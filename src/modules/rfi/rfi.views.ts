@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { named } from "../../platform/openapi.js";
+import { errorResponse, named } from "../../platform/openapi.js";
 import { DocumentSchema, FieldValueSchema, InformationRequestSchema } from "../case-model/index.js";
 import type { RfiRow, SlotRow } from "./rfi.repo.js";
 import type { AnswerSource, RfiSource, RfiStatus } from "./rfi.tables.js";
@@ -128,6 +128,16 @@ export const UploadSlotSchema = Type.Object({
   }),
   expiresAt: Timestamp,
 });
+
+/** The answers of both answer routes (the partner's, and the operator's for an analyst). */
+export const ANSWER_RESPONSES = {
+  200: AnswerResultSchema,
+  409: errorResponse("`already_answered`, `not_pending`, `case_terminal` or `dry_run`", "rfi"),
+  422: errorResponse(
+    "`document_not_uploaded`, `invalid_field_key`, `invalid_field_value`, `fields_too_large` or `too_many_documents`",
+    "rfi",
+  ),
+};
 
 named({
   AnswerResult: AnswerResultSchema,
