@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { type CliContext, list } from "../../platform/cli/context.js";
+import { type CliContext, callCommand, list, TENANT_OPTION, tenantPath } from "../../platform/cli/context.js";
 import { SCOPES } from "./scopes.js";
 
 // Commander replaces an option value of null with "", so "unlimited" stays a word until the body is built.
@@ -43,27 +43,18 @@ export function apiKeysCli(program: Command, cli: CliContext): void {
         cli.note("Store the key now: it is shown this once and cannot be recovered.");
       },
     );
-  key
-    .command("list")
-    .description("list a tenant's keys (never their values)")
-    .requiredOption("--tenant <tenantId>", "the tenant")
-    .action(async (opts: { tenant: string }) => {
-      cli.print(
-        await cli.client().request("GET", `/admin/tenants/${encodeURIComponent(opts.tenant)}/api-keys`),
-      );
-    });
-  key
-    .command("delete")
-    .description("delete a key; it stops working on the next request")
-    .requiredOption("--tenant <tenantId>", "the tenant")
-    .requiredOption("--key <keyId>", "the keyId")
-    .action(async (opts: { tenant: string; key: string }) => {
-      await cli
-        .client()
-        .request(
-          "DELETE",
-          `/admin/tenants/${encodeURIComponent(opts.tenant)}/api-keys/${encodeURIComponent(opts.key)}`,
-        );
-      cli.note(`deleted ${opts.key}`);
-    });
+  callCommand(key, cli, {
+    name: "list",
+    description: "list a tenant's keys (never their values)",
+    options: [TENANT_OPTION],
+    path: (o: { tenant: string }) => tenantPath(o.tenant, "api-keys"),
+  });
+  callCommand(key, cli, {
+    name: "delete",
+    description: "delete a key; it stops working on the next request",
+    options: [TENANT_OPTION, ["--key <keyId>", "the keyId"]],
+    method: "DELETE",
+    path: (o: { tenant: string; key: string }) => tenantPath(o.tenant, "api-keys", o.key),
+    done: (o) => `deleted ${o.key}`,
+  });
 }

@@ -1,5 +1,11 @@
 import type { Command } from "commander";
-import { type CliContext, positiveInt } from "../../platform/cli/context.js";
+import {
+  type CliContext,
+  callCommand,
+  positiveInt,
+  TENANT_OPTION,
+  tenantPath,
+} from "../../platform/cli/context.js";
 import {
   OPENSANCTIONS_SIMULATOR_DEFAULTS,
   OpenSanctionsSimulator,
@@ -70,22 +76,20 @@ export function providersCli(program: Command, cli: CliContext): void {
         cli.note("Register inboundWebhookUrl at the vendor as the webhook URL.");
       },
     );
-  provider
-    .command("list")
-    .description("list a tenant's provider configurations (never the credentials)")
-    .requiredOption("--tenant <tenantId>", "the tenant")
-    .action(async (opts: { tenant: string }) => {
-      cli.print(await cli.client().request("GET", `${t(opts.tenant)}/providers`));
-    });
-  provider
-    .command("delete")
-    .description("delete a provider configuration")
-    .requiredOption("--tenant <tenantId>", "the tenant")
-    .requiredOption("--broker <brokerId>", "the broker")
-    .action(async (opts: { tenant: string; broker: string }) => {
-      await cli.client().request("DELETE", `${t(opts.tenant)}/providers/${encodeURIComponent(opts.broker)}`);
-      cli.note(`deleted the ${opts.broker} configuration`);
-    });
+  callCommand(provider, cli, {
+    name: "list",
+    description: "list a tenant's provider configurations (never the credentials)",
+    options: [TENANT_OPTION],
+    path: (o: { tenant: string }) => tenantPath(o.tenant, "providers"),
+  });
+  callCommand(provider, cli, {
+    name: "delete",
+    description: "delete a provider configuration",
+    options: [TENANT_OPTION, ["--broker <brokerId>", "the broker"]],
+    method: "DELETE",
+    path: (o: { tenant: string; broker: string }) => tenantPath(o.tenant, "providers", o.broker),
+    done: (o) => `deleted the ${o.broker} configuration`,
+  });
 
   const simulate = program
     .command("simulate")

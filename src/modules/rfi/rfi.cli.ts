@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { type CliContext, list } from "../../platform/cli/context.js";
+import { type CliContext, callCommand, list } from "../../platform/cli/context.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -55,13 +55,12 @@ export function rfiCli(program: Command, cli: CliContext): void {
       },
     );
 
-  rfi
-    .command("list")
-    .description("list a case's requests with their answers and documents")
-    .requiredOption("--case <caseId>", "the case")
-    .action(async (opts: { case: string }) => {
-      cli.print(await cli.client().request("GET", path(opts.case)));
-    });
+  callCommand(rfi, cli, {
+    name: "list",
+    description: "list a case's requests with their answers and documents",
+    options: [["--case <caseId>", "the case"]],
+    path: (o: { case: string }) => path(o.case),
+  });
 
   rfi
     .command("remind")

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { CliContext } from "../../platform/cli/context.js";
+import { type CliContext, callCommand, TENANT_OPTION, tenantPath } from "../../platform/cli/context.js";
 
 export function tagsCli(program: Command, cli: CliContext): void {
   const option = program.command("tag-option").description("a tenant's tag vocabulary");
@@ -20,13 +20,10 @@ export function tagsCli(program: Command, cli: CliContext): void {
           ),
       );
     });
-  option
-    .command("list")
-    .description("list a tenant's tag options")
-    .requiredOption("--tenant <tenantId>", "the tenant")
-    .action(async (opts: { tenant: string }) => {
-      cli.print(
-        await cli.client().request("GET", `/admin/tenants/${encodeURIComponent(opts.tenant)}/tag-options`),
-      );
-    });
+  callCommand(option, cli, {
+    name: "list",
+    description: "list a tenant's tag options",
+    options: [TENANT_OPTION],
+    path: (o: { tenant: string }) => tenantPath(o.tenant, "tag-options"),
+  });
 }

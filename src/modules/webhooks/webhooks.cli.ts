@@ -1,5 +1,11 @@
 import type { Command } from "commander";
-import { type CliContext, positiveInt } from "../../platform/cli/context.js";
+import {
+  type CliContext,
+  callCommand,
+  positiveInt,
+  TENANT_OPTION,
+  tenantPath,
+} from "../../platform/cli/context.js";
 
 interface SecretArg {
   id?: string;
@@ -65,22 +71,20 @@ export function webhooksCli(program: Command, cli: CliContext): void {
         );
       },
     );
-  webhook
-    .command("list")
-    .description("list a tenant's webhook configurations (never the secret values)")
-    .requiredOption("--tenant <tenantId>", "the tenant")
-    .action(async (opts: { tenant: string }) => {
-      cli.print(await cli.client().request("GET", `${t(opts.tenant)}/webhooks`));
-    });
-  webhook
-    .command("delete")
-    .description("delete a webhook configuration")
-    .requiredOption("--tenant <tenantId>", "the tenant")
-    .requiredOption("--key <webhookKey>", "the configuration")
-    .action(async (opts: { tenant: string; key: string }) => {
-      await cli.client().request("DELETE", `${t(opts.tenant)}/webhooks/${encodeURIComponent(opts.key)}`);
-      cli.note(`deleted webhook configuration ${opts.key}`);
-    });
+  callCommand(webhook, cli, {
+    name: "list",
+    description: "list a tenant's webhook configurations (never the secret values)",
+    options: [TENANT_OPTION],
+    path: (o: { tenant: string }) => tenantPath(o.tenant, "webhooks"),
+  });
+  callCommand(webhook, cli, {
+    name: "delete",
+    description: "delete a webhook configuration",
+    options: [TENANT_OPTION, ["--key <webhookKey>", "the configuration"]],
+    method: "DELETE",
+    path: (o: { tenant: string; key: string }) => tenantPath(o.tenant, "webhooks", o.key),
+    done: (o) => `deleted webhook configuration ${o.key}`,
+  });
 
   const delivery = program.command("delivery").description("the webhook delivery log and redelivery");
   delivery

@@ -1,6 +1,12 @@
 import fs from "node:fs";
 import type { Command } from "commander";
-import { type CliContext, positiveInt } from "../../platform/cli/context.js";
+import {
+  type CliContext,
+  callCommand,
+  positiveInt,
+  type RequiredOption,
+  TENANT_OPTION,
+} from "../../platform/cli/context.js";
 import { workflowDefinitionSchema } from "./workflow.schema.js";
 
 function readDefinition(file: string): unknown {
@@ -17,6 +23,8 @@ function readDefinition(file: string): unknown {
   }
 }
 
+const WORKFLOW_OPTION: RequiredOption = ["--workflow <workflowId>", "the workflow"];
+const VERSION_OPTION: RequiredOption = ["--version <n>", "the version", positiveInt];
 const base = (tenant: string) => `/admin/tenants/${encodeURIComponent(tenant)}/workflows`;
 const versionPath = (o: { tenant: string; workflow: string; version: number }) =>
   `${base(o.tenant)}/${encodeURIComponent(o.workflow)}/versions/${o.version}`;
@@ -53,22 +61,18 @@ export function workflowsCli(program: Command, cli: CliContext): void {
     .action(async (opts: { tenant: string; workflow: string; version: number }) => {
       cli.print(await cli.client().request("POST", `${versionPath(opts)}/publish`));
     });
-  workflow
-    .command("list")
-    .description("list a tenant's workflows with their versions")
-    .requiredOption("--tenant <tenantId>", "the tenant")
-    .action(async (opts: { tenant: string }) => {
-      cli.print(await cli.client().request("GET", base(opts.tenant)));
-    });
-  workflow
-    .command("show")
-    .description("show a version with its definition")
-    .requiredOption("--tenant <tenantId>", "the tenant")
-    .requiredOption("--workflow <workflowId>", "the workflow")
-    .requiredOption("--version <n>", "the version", positiveInt)
-    .action(async (opts: { tenant: string; workflow: string; version: number }) => {
-      cli.print(await cli.client().request("GET", versionPath(opts)));
-    });
+  callCommand(workflow, cli, {
+    name: "list",
+    description: "list a tenant's workflows with their versions",
+    options: [TENANT_OPTION],
+    path: (o: { tenant: string }) => base(o.tenant),
+  });
+  callCommand(workflow, cli, {
+    name: "show",
+    description: "show a version with its definition",
+    options: [TENANT_OPTION, WORKFLOW_OPTION, VERSION_OPTION],
+    path: versionPath,
+  });
   workflow
     .command("schema")
     .description("print the JSON Schema of workflow definitions (for editors and CI checks)")

@@ -1,3 +1,4 @@
+import type { Command } from "commander";
 import type { OperatorClient } from "./client.js";
 
 /** What a feature's CLI commands get: the operator API client and the ways to answer. */
@@ -23,4 +24,48 @@ export function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new Error(`expected a positive integer, got "${value}"`);
   return n;
+}
+
+/** The operator API's path of a tenant's resources: `/admin/tenants/<tenant>/<part>/…`, encoded. */
+export function tenantPath(tenant: string, ...parts: string[]): string {
+  return ["/admin/tenants", tenant, ...parts].map((p, i) => (i === 0 ? p : encodeURIComponent(p))).join("/");
+}
+
+/** A required option of a command: its flags, its description, and how its value is parsed. */
+export type RequiredOption = readonly [
+  flags: string,
+  description: string,
+  parse?: (value: string) => unknown,
+];
+
+/** `--tenant <tenantId>`, the option most operator commands begin with. */
+export const TENANT_OPTION: RequiredOption = ["--tenant <tenantId>", "the tenant"];
+
+/**
+ * A command that makes one call of the operator API with no body and prints its answer (or, for
+ * a DELETE, says what it deleted): the lists, shows and deletes every feature's CLI has.
+ */
+export function callCommand<O extends Record<string, unknown>>(
+  parent: Command,
+  cli: CliContext,
+  spec: {
+    name: string;
+    description: string;
+    options: readonly RequiredOption[];
+    method?: "GET" | "POST" | "DELETE";
+    path(opts: O): string;
+    /** For a DELETE: the note once done. */
+    done?(opts: O): string;
+  },
+): Command {
+  const command = parent.command(spec.name).description(spec.description);
+  for (const [flags, description, parse] of spec.options) {
+    if (parse) command.requiredOption(flags, description, parse);
+    else command.requiredOption(flags, description);
+  }
+  return command.action(async (opts: O) => {
+    const answer = await cli.client().request(spec.method ?? "GET", spec.path(opts));
+    if (spec.done) cli.note(spec.done(opts));
+    else cli.print(answer);
+  });
 }

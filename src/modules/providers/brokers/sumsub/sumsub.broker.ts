@@ -195,27 +195,23 @@ async function patchFixedInfo(
   });
 }
 
+/** POSTs to the vendor and returns one string field of its answer, which must be there. */
+async function postFor(vendor: VendorClient, action: string, path: string, body: object, field: string) {
+  const res = await vendor.request({ action, method: "POST", path, body });
+  const value = str(obj(res.body)[field]);
+  if (!value) throw new AppError("provider_failed", `${action}: the vendor's answer carries no ${field}`);
+  return value;
+}
+
 async function sdkToken(vendor: VendorClient, userId: string, levelName: string, ttl: number) {
-  const res = await vendor.request({
-    action: "sdk_token",
-    method: "POST",
-    path: "/resources/accessTokens/sdk",
-    body: { userId, levelName, ttlInSecs: ttl },
-  });
-  const token = str(obj(res.body).token);
-  if (!token) throw new AppError("provider_failed", "sdk_token: the vendor's answer carries no token");
+  const body = { userId, levelName, ttlInSecs: ttl };
+  const token = await postFor(vendor, "sdk_token", "/resources/accessTokens/sdk", body, "token");
   return { sdk_token: token, sdk_token_expires_at: new Date(Date.now() + ttl * 1000).toISOString() };
 }
 
 async function websdkLink(vendor: VendorClient, userId: string, levelName: string, ttl: number) {
-  const res = await vendor.request({
-    action: "websdk_link",
-    method: "POST",
-    path: "/resources/sdkIntegrations/levels/-/websdkLink",
-    body: { levelName, userId, ttlInSecs: ttl },
-  });
-  const url = str(obj(res.body).url);
-  if (!url) throw new AppError("provider_failed", "websdk_link: the vendor's answer carries no url");
+  const path = "/resources/sdkIntegrations/levels/-/websdkLink";
+  const url = await postFor(vendor, "websdk_link", path, { levelName, userId, ttlInSecs: ttl }, "url");
   return { verification_url: url };
 }
 
