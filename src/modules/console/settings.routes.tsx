@@ -1,9 +1,19 @@
+import type { FastifyRequest } from "fastify";
+import type { VNode } from "preact";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, badRequest } from "../../platform/errors.js";
 import { createApiKey, getApiKeys, removeApiKey } from "../auth/index.js";
 import { getTagOptions, setTagOption } from "../tags/index.js";
-import { changeRole, createUser, getUser, getUsers, removeUser, renewSetupLink } from "../users/index.js";
+import {
+  changeRole,
+  createUser,
+  getUser,
+  getUsers,
+  type Permission,
+  removeUser,
+  renewSetupLink,
+} from "../users/index.js";
 import {
   getDeliveries,
   getDelivery,
@@ -17,6 +27,7 @@ import { audit } from "./audit.js";
 import { pageOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
 import { listProviders } from "./providers.js";
+import type { PageContext } from "./views/layout.js";
 import { ApiKeysView } from "./views/settings/api-keys.js";
 import { SETTINGS_NOTICES } from "./views/settings/layout.js";
 import { ProvidersView } from "./views/settings/providers.js";
@@ -25,11 +36,42 @@ import { UsersView } from "./views/settings/users.js";
 import { WebhooksView } from "./views/settings/webhooks.js";
 
 type Done = { Querystring: { done?: string } };
+type Config = typeof keys;
+type Session = ReturnType<typeof sessionOf>;
 
-const keys = { console: { permission: "apikeys:write" as const } };
-const tags = { console: { permission: "tags:manage" as const } };
-const hooks = { console: { permission: "webhooks:manage" as const } };
-const users = { console: { permission: "users:manage" as const } };
+const keys = { console: { permission: "apikeys:write" as Permission } };
+const tags = { console: { permission: "tags:manage" as Permission } };
+const hooks = { console: { permission: "webhooks:manage" as Permission } };
+const users = { console: { permission: "users:manage" as Permission } };
+
+/** A settings page: what it shows of the signed-in user's tenant, with the notice of `?done=`. */
+function settingsPage(
+  scope: App,
+  path: string,
+  config: Config,
+  render: (page: PageContext, tenantId: string, notice: string | undefined) => Promise<VNode>,
+): void {
+  scope.get<Done>(path, { config }, async (request, reply) =>
+    sendPage(
+      reply,
+      await render(pageOf(request, reply), sessionOf(request).tenantId, noticeOf(request.query.done)),
+    ),
+  );
+}
+
+/** A form post of a settings page: acts for the signed-in user, then sends the browser to `back`. */
+function settingsAction<P extends Record<string, string>>(
+  scope: App,
+  path: string,
+  config: Config,
+  back: string,
+  act: (session: Session, request: FastifyRequest<{ Params: P }>) => Promise<unknown>,
+): void {
+  scope.post<{ Params: P }>(path, { config }, async (request, reply) => {
+    await act(sessionOf(request), request);
+    return seeOther(reply, back);
+  });
+}
 
 const noticeOf = (done: string | undefined) => (done ? SETTINGS_NOTICES[done] : undefined);
 
@@ -51,13 +93,9 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
     seeOther(reply, "/console/settings/api-keys"),
   );
 
-  scope.get<Done>("/settings/api-keys", { config: keys }, async (request, reply) => {
-    const list = await getApiKeys(ctx, sessionOf(request).tenantId);
-    return sendPage(
-      reply,
-      <ApiKeysView page={pageOf(request, reply)} keys={list} notice={noticeOf(request.query.done)} />,
-    );
-  });
+  settingsPage(scope, "/settings/api-keys", keys, async (page, tenantId, notice) => (
+    <ApiKeysView page={page} keys={await getApiKeys(ctx, tenantId)} notice={notice} />
+  ));
 
   scope.post("/settings/api-keys", { config: keys }, async (request, reply) => {
     const session = sessionOf(request);
@@ -74,39 +112,39 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
     return sendPage(reply, <ApiKeysView page={pageOf(request, reply)} keys={list} created={created} />, 201);
   });
 
-  scope.post<{ Params: { keyId: string } }>(
+  settingsAction<{ keyId: string }>(
+    scope,
     "/settings/api-keys/:keyId/delete",
-    { config: keys },
-    async (request, reply) => {
-      const session = sessionOf(request);
-      const before = (await getApiKeys(ctx, session.tenantId)).find((k) => k.keyId === request.params.keyId);
-      await removeApiKey(ctx, session.tenantId, request.params.keyId);
-      await audit(ctx, session, "apikey.delete", `apikey:${request.params.keyId}`, { before });
-      return seeOther(reply, "/console/settings/api-keys?done=key-deleted");
+    keys,
+    "/console/settings/api-keys?done=key-deleted",
+    async (session, { params: { keyId } }) => {
+      const before = (await getApiKeys(ctx, session.tenantId)).find((k) => k.keyId === keyId);
+      await removeApiKey(ctx, session.tenantId, keyId);
+      await audit(ctx, session, "apikey.delete", `apikey:${keyId}`, { before });
     },
   );
 
-  scope.get<Done>("/settings/tags", { config: tags }, async (request, reply) => {
-    const options = await getTagOptions(ctx, sessionOf(request).tenantId);
-    return sendPage(
-      reply,
-      <TagsView page={pageOf(request, reply)} options={options} notice={noticeOf(request.query.done)} />,
-    );
-  });
+  settingsPage(scope, "/settings/tags", tags, async (page, tenantId, notice) => (
+    <TagsView page={page} options={await getTagOptions(ctx, tenantId)} notice={notice} />
+  ));
 
-  scope.post("/settings/tags", { config: tags }, async (request, reply) => {
-    const session = sessionOf(request);
-    const form = formOf(request);
-    const tag = form.raw("tag");
-    const enabled = form.text("enabled") !== "false";
-    const before = (await getTagOptions(ctx, session.tenantId)).find((o) => o.tag === tag);
-    const after = await setTagOption(ctx, session.tenantId, tag, enabled);
-    await audit(ctx, session, "tag_option.set", `tag:${tag}`, {
-      before: before ? { enabled: before.enabled } : undefined,
-      after: { enabled: after.enabled },
-    });
-    return seeOther(reply, "/console/settings/tags?done=tag-saved");
-  });
+  settingsAction(
+    scope,
+    "/settings/tags",
+    tags,
+    "/console/settings/tags?done=tag-saved",
+    async (session, request) => {
+      const form = formOf(request);
+      const tag = form.raw("tag");
+      const enabled = form.text("enabled") !== "false";
+      const before = (await getTagOptions(ctx, session.tenantId)).find((o) => o.tag === tag);
+      const after = await setTagOption(ctx, session.tenantId, tag, enabled);
+      await audit(ctx, session, "tag_option.set", `tag:${tag}`, {
+        before: before ? { enabled: before.enabled } : undefined,
+        after: { enabled: after.enabled },
+      });
+    },
+  );
 
   scope.get<{ Querystring: { done?: string; status?: string; cursor?: string } }>(
     "/settings/webhooks",
@@ -130,58 +168,60 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
     },
   );
 
-  scope.post("/settings/webhooks", { config: hooks }, async (request, reply) => {
-    const session = sessionOf(request);
-    const form = formOf(request);
-    const webhookKey = form.text("webhookKey");
-    const secretId = form.text("secretId");
-    const secret = form.raw("secret");
-    const before = (await getWebhookConfigs(ctx, session.tenantId)).find((c) => c.webhookKey === webhookKey);
-    const after = await putWebhookConfig(ctx, session.tenantId, webhookKey, {
-      url: form.text("url"),
-      secrets: [secret ? { id: secretId, secret } : { id: secretId }],
-      activeSecretId: secretId,
-      maxAttempts: positiveInt(form.text("maxAttempts"), "attempts"),
-      timeoutMs: positiveInt(form.text("timeoutMs"), "the timeout"),
-    });
-    await audit(ctx, session, "webhook.set", `webhook:${webhookKey}`, { before, after });
-    return seeOther(reply, "/console/settings/webhooks?done=webhook-saved");
-  });
+  const configOf = async (tenantId: string, webhookKey: string) =>
+    (await getWebhookConfigs(ctx, tenantId)).find((c) => c.webhookKey === webhookKey);
 
-  scope.post<{ Params: { webhookKey: string } }>(
+  settingsAction(
+    scope,
+    "/settings/webhooks",
+    hooks,
+    "/console/settings/webhooks?done=webhook-saved",
+    async (session, request) => {
+      const form = formOf(request);
+      const webhookKey = form.text("webhookKey");
+      const secretId = form.text("secretId");
+      const secret = form.raw("secret");
+      const before = await configOf(session.tenantId, webhookKey);
+      const after = await putWebhookConfig(ctx, session.tenantId, webhookKey, {
+        url: form.text("url"),
+        secrets: [secret ? { id: secretId, secret } : { id: secretId }],
+        activeSecretId: secretId,
+        maxAttempts: positiveInt(form.text("maxAttempts"), "attempts"),
+        timeoutMs: positiveInt(form.text("timeoutMs"), "the timeout"),
+      });
+      await audit(ctx, session, "webhook.set", `webhook:${webhookKey}`, { before, after });
+    },
+  );
+
+  settingsAction<{ webhookKey: string }>(
+    scope,
     "/settings/webhooks/:webhookKey/delete",
-    { config: hooks },
-    async (request, reply) => {
-      const session = sessionOf(request);
-      const { webhookKey } = request.params;
-      const before = (await getWebhookConfigs(ctx, session.tenantId)).find(
-        (c) => c.webhookKey === webhookKey,
-      );
+    hooks,
+    "/console/settings/webhooks?done=webhook-deleted",
+    async (session, { params: { webhookKey } }) => {
+      const before = await configOf(session.tenantId, webhookKey);
       await removeWebhookConfig(ctx, session.tenantId, webhookKey);
       await audit(ctx, session, "webhook.delete", `webhook:${webhookKey}`, { before });
-      return seeOther(reply, "/console/settings/webhooks?done=webhook-deleted");
     },
   );
 
-  scope.post<{ Params: { webhookKey: string } }>(
+  settingsAction<{ webhookKey: string }>(
+    scope,
     "/settings/webhooks/:webhookKey/test",
-    { config: hooks },
-    async (request, reply) => {
-      const session = sessionOf(request);
-      const eventId = await sendTestEvent(ctx, session.tenantId, request.params.webhookKey);
-      await audit(ctx, session, "webhook.test", `webhook:${request.params.webhookKey}`, {
-        after: { eventId },
-      });
-      return seeOther(reply, "/console/settings/webhooks?done=test-sent");
+    hooks,
+    "/console/settings/webhooks?done=test-sent",
+    async (session, { params: { webhookKey } }) => {
+      const eventId = await sendTestEvent(ctx, session.tenantId, webhookKey);
+      await audit(ctx, session, "webhook.test", `webhook:${webhookKey}`, { after: { eventId } });
     },
   );
 
-  scope.post<{ Params: { deliveryId: string } }>(
+  settingsAction<{ deliveryId: string }>(
+    scope,
     "/settings/webhooks/deliveries/:deliveryId/redeliver",
-    { config: hooks },
-    async (request, reply) => {
-      const session = sessionOf(request);
-      const { deliveryId } = request.params;
+    hooks,
+    "/console/settings/webhooks?done=redelivered",
+    async (session, { params: { deliveryId } }) => {
       const original = await getDelivery(ctx, deliveryId).catch((err: unknown) => {
         if (err instanceof AppError && err.status === 404) return undefined;
         throw err;
@@ -193,22 +233,29 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
         before: { status: original.status },
         after: { deliveryId: created.deliveryId, webhookId: created.webhookId },
       });
-      return seeOther(reply, "/console/settings/webhooks?done=redelivered");
     },
   );
 
-  scope.get("/settings/providers", { config: hooks }, async (request, reply) => {
-    const providers = await listProviders(ctx, sessionOf(request).tenantId);
-    return sendPage(reply, <ProvidersView page={pageOf(request, reply)} providers={providers} />);
-  });
+  settingsPage(scope, "/settings/providers", hooks, async (page, tenantId) => (
+    <ProvidersView page={page} providers={await listProviders(ctx, tenantId)} />
+  ));
 
-  scope.get<Done>("/settings/users", { config: users }, async (request, reply) => {
-    const list = await getUsers(ctx, sessionOf(request).tenantId);
-    return sendPage(
-      reply,
-      <UsersView page={pageOf(request, reply)} users={list} notice={noticeOf(request.query.done)} />,
-    );
-  });
+  settingsPage(scope, "/settings/users", users, async (page, tenantId, notice) => (
+    <UsersView page={page} users={await getUsers(ctx, tenantId)} notice={notice} />
+  ));
+
+  /** The users page with a setup link shown once (a new user's, or a renewed one). */
+  const withSetupLink = async (
+    page: PageContext,
+    tenantId: string,
+    created: { name: string; setupUrl: string },
+  ) => (
+    <UsersView
+      page={page}
+      users={await getUsers(ctx, tenantId)}
+      created={{ name: created.name, setupUrl: created.setupUrl }}
+    />
+  );
 
   scope.post("/settings/users", { config: users }, async (request, reply) => {
     const session = sessionOf(request);
@@ -219,16 +266,7 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
       { email: form.text("email"), name: form.text("name"), role: form.text("role") },
       session.actor,
     );
-    const list = await getUsers(ctx, session.tenantId);
-    return sendPage(
-      reply,
-      <UsersView
-        page={pageOf(request, reply)}
-        users={list}
-        created={{ name: created.name, setupUrl: created.setupUrl }}
-      />,
-      201,
-    );
+    return sendPage(reply, await withSetupLink(pageOf(request, reply), session.tenantId, created), 201);
   });
 
   const notSelf = (userId: string, session: { userId: string }) => {
@@ -237,11 +275,12 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
     }
   };
 
-  scope.post<{ Params: { userId: string } }>(
+  settingsAction<{ userId: string }>(
+    scope,
     "/settings/users/:userId/role",
-    { config: users },
-    async (request, reply) => {
-      const session = sessionOf(request);
+    users,
+    "/console/settings/users?done=role-changed",
+    async (session, request) => {
       notSelf(request.params.userId, session);
       await changeRole(
         ctx,
@@ -250,7 +289,6 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
         formOf(request).text("role"),
         session.actor,
       );
-      return seeOther(reply, "/console/settings/users?done=role-changed");
     },
   );
 
@@ -261,27 +299,19 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
       const session = sessionOf(request);
       notSelf(request.params.userId, session);
       const renewed = await renewSetupLink(ctx, session.tenantId, request.params.userId, session.actor);
-      const list = await getUsers(ctx, session.tenantId);
-      return sendPage(
-        reply,
-        <UsersView
-          page={pageOf(request, reply)}
-          users={list}
-          created={{ name: renewed.name, setupUrl: renewed.setupUrl }}
-        />,
-      );
+      return sendPage(reply, await withSetupLink(pageOf(request, reply), session.tenantId, renewed));
     },
   );
 
-  scope.post<{ Params: { userId: string } }>(
+  settingsAction<{ userId: string }>(
+    scope,
     "/settings/users/:userId/delete",
-    { config: users },
-    async (request, reply) => {
-      const session = sessionOf(request);
-      notSelf(request.params.userId, session);
-      await getUser(ctx, session.tenantId, request.params.userId);
-      await removeUser(ctx, session.tenantId, request.params.userId, session.actor);
-      return seeOther(reply, "/console/settings/users?done=user-deleted");
+    users,
+    "/console/settings/users?done=user-deleted",
+    async (session, { params: { userId } }) => {
+      notSelf(userId, session);
+      await getUser(ctx, session.tenantId, userId);
+      await removeUser(ctx, session.tenantId, userId, session.actor);
     },
   );
 }

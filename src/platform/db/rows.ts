@@ -1,10 +1,12 @@
-import { type RawBuilder, type Selectable, sql, type Updateable } from "kysely";
-import type { Executor } from "./index.js";
+import { type Kysely, type RawBuilder, type Selectable, sql, type Updateable } from "kysely";
 import type { Database } from "./schema.js";
 
 // The shapes every repository repeats: one row by the values of some columns, all rows by them,
 // an update or a delete by them. Each is one statement; a repository names its table and its
 // key, and keeps its own queries for anything more (joins, ordering, locks across rows).
+
+/** A query executor: the root database or an open transaction (as `Executor` in index.ts). */
+type Executor = Kysely<Database>;
 
 /** A table's name. */
 export type Table = keyof Database & string;

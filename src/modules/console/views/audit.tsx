@@ -1,5 +1,5 @@
 import type { AuditRow } from "../../users/index.js";
-import { ActorName, Fields, Time } from "./components.js";
+import { ActorName, DataTable, Fields, Time } from "./components.js";
 import { Layout, type PageContext } from "./layout.js";
 
 const ACTIONS: Record<string, string> = {
@@ -63,43 +63,31 @@ export function AuditPageView({
       {rows.length === 0 ? (
         <div class="panel empty">No changes have been made in the console yet.</div>
       ) : (
-        <div class="table-wrap">
-          <table>
-            <caption class="skip">Audit log</caption>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Who</th>
-                <th scope="col">What</th>
-                <th scope="col">On</th>
-                <th scope="col">Before</th>
-                <th scope="col">After</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => (
-                <tr>
-                  <td>
-                    <Time iso={r.at.toISOString()} seconds />
-                  </td>
-                  <td>
-                    <ActorName actor={r.actor} names={names} />
-                  </td>
-                  <td>{ACTIONS[r.action] ?? r.action}</td>
-                  <td>
-                    <Target target={r.target} names={names} />
-                  </td>
-                  <td class="small">
-                    {r.before === null ? <span class="muted">—</span> : <Fields value={r.before} />}
-                  </td>
-                  <td class="small">
-                    {r.after === null ? <span class="muted">—</span> : <Fields value={r.after} />}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption="Audit log"
+          columns={["When", "Who", "What", "On", "Before", "After"].map((head) => ({ head }))}
+          rows={rows}
+          row={(r) => (
+            <>
+              <td>
+                <Time iso={r.at.toISOString()} seconds />
+              </td>
+              <td>
+                <ActorName actor={r.actor} names={names} />
+              </td>
+              <td>{ACTIONS[r.action] ?? r.action}</td>
+              <td>
+                <Target target={r.target} names={names} />
+              </td>
+              <td class="small">
+                {r.before === null ? <span class="muted">—</span> : <Fields value={r.before} />}
+              </td>
+              <td class="small">
+                {r.after === null ? <span class="muted">—</span> : <Fields value={r.after} />}
+              </td>
+            </>
+          )}
+        />
       )}
       <div class="pager">
         {paged ? (

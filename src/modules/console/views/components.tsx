@@ -112,3 +112,59 @@ export function Panel({ title, id, children }: { title: string; id?: string; chi
     </section>
   );
 }
+
+/** A column of a table: its head, and whether it holds numbers or hides on narrow screens. */
+export interface Column {
+  head: ComponentChildren;
+  num?: boolean;
+  narrow?: boolean;
+}
+
+/** The last column of a table, whose cells hold a row's buttons. */
+export const ACTIONS: Column = { head: <span class="skip">Actions</span> };
+
+/**
+ * A table of rows, one `<tr>` each, or the `empty` line when there are none; `caption` is read
+ * by screen readers only, and `keyboard` lets j/k move through the rows (console.js).
+ */
+export function DataTable<T>({
+  rows,
+  columns,
+  row,
+  empty,
+  caption,
+  keyboard,
+}: {
+  rows: readonly T[];
+  columns: Column[];
+  row: (item: T) => ComponentChildren;
+  empty?: string;
+  caption?: string;
+  keyboard?: boolean;
+}) {
+  if (rows.length === 0 && empty !== undefined) return <p class="muted">{empty}</p>;
+  return (
+    <div class="table-wrap">
+      <table data-keyboard={keyboard}>
+        {caption === undefined ? null : <caption class="skip">{caption}</caption>}
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th
+                scope="col"
+                class={[c.num ? "num" : "", c.narrow ? "hide-narrow" : ""].join(" ").trim() || undefined}
+              >
+                {c.head}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((item) => (
+            <tr>{row(item)}</tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

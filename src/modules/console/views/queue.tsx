@@ -1,7 +1,7 @@
 import { CASE_TYPES } from "../../case-model/index.js";
 import { QUEUE_STATUSES } from "../../cases/index.js";
 import { type AGES, COUNT_CAP, type QueuePage } from "../queue.service.js";
-import { age, Badge, label, Time } from "./components.js";
+import { age, Badge, DataTable, label, Time } from "./components.js";
 import { Layout, type PageContext } from "./layout.js";
 
 const TAB_TITLES = { in_review: "In review", waiting: "Waiting", failed: "Failed" } as const;
@@ -105,57 +105,45 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
           No {TAB_TITLES[f.status].toLowerCase()} cases{filtered ? " match these filters" : ""}.
         </div>
       ) : (
-        <div class="table-wrap">
-          <table data-keyboard>
-            <caption class="skip">{TAB_TITLES[f.status]} cases, oldest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Case</th>
-                <th scope="col">Status</th>
-                <th scope="col">Type</th>
-                <th scope="col" class="hide-narrow">
-                  Workflow
-                </th>
-                <th scope="col" class="hide-narrow">
-                  Customer
-                </th>
-                <th scope="col" class="num">
-                  Age
-                </th>
-                <th scope="col" class="hide-narrow">
-                  Created
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {queue.rows.map((row) => (
-                <tr>
-                  <td>
-                    <a class="case-link" href={`/console/cases/${row.id}`}>
-                      {row.display_name ?? `Case ${row.id.slice(0, 8)}`}
-                    </a>
-                    <div class="small muted mono">{row.id.slice(0, 8)}</div>
-                  </td>
-                  <td>
-                    <Badge value={row.status} />
-                    {row.decision_value && row.decision_value !== row.status ? (
-                      <div class="small muted">decision: {label(row.decision_value)}</div>
-                    ) : null}
-                  </td>
-                  <td>{row.type}</td>
-                  <td class="hide-narrow">
-                    {row.workflow_id} <span class="muted">v{row.workflow_version}</span>
-                  </td>
-                  <td class="hide-narrow">{row.external_customer_id ?? <span class="muted">—</span>}</td>
-                  <td class="num">{age(row.created_at.toISOString())}</td>
-                  <td class="hide-narrow">
-                    <Time iso={row.created_at.toISOString()} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption={`${TAB_TITLES[f.status]} cases, oldest first`}
+          keyboard
+          columns={[
+            { head: "Case" },
+            { head: "Status" },
+            { head: "Type" },
+            { head: "Workflow", narrow: true },
+            { head: "Customer", narrow: true },
+            { head: "Age", num: true },
+            { head: "Created", narrow: true },
+          ]}
+          rows={queue.rows}
+          row={(row) => (
+            <>
+              <td>
+                <a class="case-link" href={`/console/cases/${row.id}`}>
+                  {row.display_name ?? `Case ${row.id.slice(0, 8)}`}
+                </a>
+                <div class="small muted mono">{row.id.slice(0, 8)}</div>
+              </td>
+              <td>
+                <Badge value={row.status} />
+                {row.decision_value && row.decision_value !== row.status ? (
+                  <div class="small muted">decision: {label(row.decision_value)}</div>
+                ) : null}
+              </td>
+              <td>{row.type}</td>
+              <td class="hide-narrow">
+                {row.workflow_id} <span class="muted">v{row.workflow_version}</span>
+              </td>
+              <td class="hide-narrow">{row.external_customer_id ?? <span class="muted">—</span>}</td>
+              <td class="num">{age(row.created_at.toISOString())}</td>
+              <td class="hide-narrow">
+                <Time iso={row.created_at.toISOString()} />
+              </td>
+            </>
+          )}
+        />
       )}
       <div class="pager">
         {queue.paged ? (

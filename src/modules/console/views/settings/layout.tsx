@@ -2,6 +2,8 @@ import type { ComponentChildren } from "preact";
 import { can } from "../../../users/index.js";
 import { Csrf, Layout, Notice, type PageContext } from "../layout.js";
 
+export { ACTIONS, DataTable } from "../components.js";
+
 const SECTIONS = [
   { href: "/console/settings/api-keys", title: "API keys", permission: "apikeys:write" },
   { href: "/console/settings/tags", title: "Tags", permission: "tags:manage" },
@@ -92,54 +94,6 @@ export function Panel({ id, title, children }: { id: string; title: string; chil
       <h2 id={`${id}-title`}>{title}</h2>
       {children}
     </section>
-  );
-}
-
-/** A column of a settings table: its head, and whether it holds numbers or hides on narrow screens. */
-export interface Column {
-  head: ComponentChildren;
-  num?: boolean;
-  narrow?: boolean;
-}
-
-/** The last column of a table, whose cells hold a row's buttons. */
-export const ACTIONS: Column = { head: <span class="skip">Actions</span> };
-
-/** A table of rows, one `<tr>` each, or the `empty` line when there are none. */
-export function DataTable<T>({
-  rows,
-  columns,
-  row,
-  empty,
-}: {
-  rows: readonly T[];
-  columns: Column[];
-  row: (item: T) => ComponentChildren;
-  empty?: string;
-}) {
-  if (rows.length === 0 && empty !== undefined) return <p class="muted">{empty}</p>;
-  return (
-    <div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            {columns.map((c) => (
-              <th
-                scope="col"
-                class={[c.num ? "num" : "", c.narrow ? "hide-narrow" : ""].join(" ").trim() || undefined}
-              >
-                {c.head}
-              </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((item) => (
-            <tr>{row(item)}</tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
   );
 }
 
