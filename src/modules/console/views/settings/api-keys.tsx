@@ -1,7 +1,7 @@
 import { type ApiKeyView, SCOPES } from "../../../auth/index.js";
 import { Time } from "../components.js";
-import { Csrf, type PageContext } from "../layout.js";
-import { ACTIONS, DataTable, Panel, PostButton, Secret, SettingsLayout } from "./layout.js";
+import type { PageContext } from "../layout.js";
+import { ACTIONS, DataTable, DeleteButton, FormPanel, Panel, Secret, SettingsLayout } from "./layout.js";
 
 /** Settings › API keys: the tenant's keys, creating one (its value shown once), deleting one. */
 export function ApiKeysView({
@@ -60,43 +60,38 @@ export function ApiKeysView({
                   <Time iso={k.createdAt} />
                 </td>
                 <td>
-                  <PostButton
+                  <DeleteButton
                     page={page}
                     action={`/console/settings/api-keys/${k.keyId}/delete`}
                     confirm={`Delete the key “${k.name}”? Systems using it stop working at once.`}
-                    danger
-                    label="Delete"
-                    ariaLabel={`Delete key ${k.name}`}
+                    what={`key ${k.name}`}
                   />
                 </td>
               </>
             )}
           />
         </Panel>
-        <Panel id="new-key" title="Create a key">
-          <form method="post" action="/console/settings/api-keys" class="stack">
-            <Csrf page={page} />
-            <label class="field">
-              Name <span class="hint">what uses it, e.g. “onboarding service”</span>
-              <input type="text" name="name" required maxLength={200} />
-            </label>
-            <fieldset class="checks">
-              <legend>Scopes</legend>
-              {SCOPES.map((s) => (
-                <label>
-                  <input type="checkbox" name="scopes" value={s} /> {s}
-                </label>
-              ))}
-            </fieldset>
-            <label class="field">
-              Expires (UTC) <span class="hint">optional</span>
-              <input type="datetime-local" name="expiresAt" />
-            </label>
-            <button type="submit" class="primary">
-              Create key
-            </button>
-          </form>
-        </Panel>
+        <FormPanel page={page} id="new-key" title="Create a key" action="/console/settings/api-keys">
+          <label class="field">
+            Name <span class="hint">what uses it, e.g. “onboarding service”</span>
+            <input type="text" name="name" required maxLength={200} />
+          </label>
+          <fieldset class="checks">
+            <legend>Scopes</legend>
+            {SCOPES.map((s) => (
+              <label>
+                <input type="checkbox" name="scopes" value={s} /> {s}
+              </label>
+            ))}
+          </fieldset>
+          <label class="field">
+            Expires (UTC) <span class="hint">optional</span>
+            <input type="datetime-local" name="expiresAt" />
+          </label>
+          <button type="submit" class="primary">
+            Create key
+          </button>
+        </FormPanel>
       </div>
     </SettingsLayout>
   );

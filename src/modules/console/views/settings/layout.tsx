@@ -127,3 +127,51 @@ export function PostButton({
     </form>
   );
 }
+
+/** The red Delete button of a row, which asks `confirm` first; `what` names the row for screen readers. */
+export function DeleteButton({
+  page,
+  action,
+  confirm,
+  what,
+}: {
+  page: PageContext;
+  action: string;
+  confirm: string;
+  what: string;
+}) {
+  return (
+    <PostButton
+      page={page}
+      action={action}
+      confirm={confirm}
+      danger
+      label="Delete"
+      ariaLabel={`Delete ${what}`}
+    />
+  );
+}
+
+/** A panel holding one form that posts to `action`, with the CSRF token. */
+export function FormPanel({
+  page,
+  id,
+  title,
+  action,
+  children,
+}: {
+  page: PageContext;
+  id: string;
+  title: string;
+  action: string;
+  children: ComponentChildren;
+}) {
+  return (
+    <Panel id={id} title={title}>
+      <form method="post" action={action} class="stack">
+        <Csrf page={page} />
+        {children}
+      </form>
+    </Panel>
+  );
+}

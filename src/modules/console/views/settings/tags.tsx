@@ -1,7 +1,7 @@
 import type { TagOptionView } from "../../../tags/index.js";
 import { Badge, Time } from "../components.js";
-import { Csrf, type PageContext } from "../layout.js";
-import { ACTIONS, DataTable, Panel, PostButton, SettingsLayout } from "./layout.js";
+import type { PageContext } from "../layout.js";
+import { ACTIONS, DataTable, FormPanel, Panel, PostButton, SettingsLayout } from "./layout.js";
 
 /** Settings › Tags: the tag vocabulary, enabling and disabling a tag, adding one. */
 export function TagsView({
@@ -48,19 +48,16 @@ export function TagsView({
             )}
           />
         </Panel>
-        <Panel id="add-tag" title="Add a tag">
-          <form method="post" action="/console/settings/tags" class="stack">
-            <Csrf page={page} />
-            <input type="hidden" name="enabled" value="true" />
-            <label class="field">
-              Tag <span class="hint">up to 64 characters, e.g. fraud-ring</span>
-              <input type="text" name="tag" required maxLength={64} />
-            </label>
-            <button type="submit" class="primary">
-              Add tag
-            </button>
-          </form>
-        </Panel>
+        <FormPanel page={page} id="add-tag" title="Add a tag" action="/console/settings/tags">
+          <input type="hidden" name="enabled" value="true" />
+          <label class="field">
+            Tag <span class="hint">up to 64 characters, e.g. fraud-ring</span>
+            <input type="text" name="tag" required maxLength={64} />
+          </label>
+          <button type="submit" class="primary">
+            Add tag
+          </button>
+        </FormPanel>
       </div>
     </SettingsLayout>
   );

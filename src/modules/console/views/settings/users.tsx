@@ -2,7 +2,16 @@ import type { ComponentChildren } from "preact";
 import { ROLES, type UserView } from "../../../users/index.js";
 import { Badge } from "../components.js";
 import { Csrf, type PageContext } from "../layout.js";
-import { ACTIONS, DataTable, Panel, PostButton, Secret, SettingsLayout } from "./layout.js";
+import {
+  ACTIONS,
+  DataTable,
+  DeleteButton,
+  FormPanel,
+  Panel,
+  PostButton,
+  Secret,
+  SettingsLayout,
+} from "./layout.js";
 
 /** The labelled role picker of the user forms, with `selected` chosen. */
 function RoleField({
@@ -93,13 +102,11 @@ export function UsersView({
                         action={`/console/settings/users/${u.userId}/setup-link`}
                         label="New setup link"
                       />
-                      <PostButton
+                      <DeleteButton
                         page={page}
                         action={`/console/settings/users/${u.userId}/delete`}
                         confirm={`Delete ${u.name}? They are signed out at once.`}
-                        danger
-                        label="Delete"
-                        ariaLabel={`Delete ${u.name}`}
+                        what={`${u.name}`}
                       />
                     </div>
                   )}
@@ -108,25 +115,22 @@ export function UsersView({
             )}
           />
         </Panel>
-        <Panel id="new-user" title="Add a user">
-          <form method="post" action="/console/settings/users" class="stack">
-            <Csrf page={page} />
-            <label class="field">
-              Name
-              <input type="text" name="name" required maxLength={200} />
-            </label>
-            <label class="field">
-              Email <span class="hint">their sign-in name</span>
-              <input type="email" name="email" required />
-            </label>
-            <RoleField selected="analyst" field>
-              Role
-            </RoleField>
-            <button type="submit" class="primary">
-              Add user
-            </button>
-          </form>
-        </Panel>
+        <FormPanel page={page} id="new-user" title="Add a user" action="/console/settings/users">
+          <label class="field">
+            Name
+            <input type="text" name="name" required maxLength={200} />
+          </label>
+          <label class="field">
+            Email <span class="hint">their sign-in name</span>
+            <input type="email" name="email" required />
+          </label>
+          <RoleField selected="analyst" field>
+            Role
+          </RoleField>
+          <button type="submit" class="primary">
+            Add user
+          </button>
+        </FormPanel>
       </div>
     </SettingsLayout>
   );

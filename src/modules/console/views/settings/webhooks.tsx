@@ -1,7 +1,7 @@
 import type { DeliveryView, WebhookConfigView } from "../../../webhooks/index.js";
 import { Badge, Time } from "../components.js";
-import { Csrf, type PageContext } from "../layout.js";
-import { ACTIONS, DataTable, Panel, PostButton, SettingsLayout } from "./layout.js";
+import type { PageContext } from "../layout.js";
+import { ACTIONS, DataTable, DeleteButton, FormPanel, Panel, PostButton, SettingsLayout } from "./layout.js";
 
 /** A page of the delivery log, with the status it is filtered by. */
 export interface DeliveryLog {
@@ -54,13 +54,11 @@ export function WebhooksView({
                       action={`/console/settings/webhooks/${c.webhookKey}/test`}
                       label="Send a test event"
                     />
-                    <PostButton
+                    <DeleteButton
                       page={page}
                       action={`/console/settings/webhooks/${c.webhookKey}/delete`}
                       confirm={`Delete the endpoint “${c.webhookKey}”?`}
-                      danger
-                      label="Delete"
-                      ariaLabel={`Delete endpoint ${c.webhookKey}`}
+                      what={`endpoint ${c.webhookKey}`}
                     />
                   </div>
                 </td>
@@ -68,44 +66,46 @@ export function WebhooksView({
             )}
           />
         </Panel>
-        <Panel id="webhook-form" title="Add or change an endpoint">
-          <form method="post" action="/console/settings/webhooks" class="stack">
-            <Csrf page={page} />
-            <label class="field">
-              Key <span class="hint">“default” receives every event without a key of its own</span>
-              <input
-                type="text"
-                name="webhookKey"
-                required
-                value="default"
-                pattern="[A-Za-z0-9][A-Za-z0-9._\-]{0,63}"
-              />
-            </label>
-            <label class="field">
-              URL
-              <input type="url" name="url" required placeholder="https://hooks.example.com/cds" />
-            </label>
-            <label class="field">
-              Secret id <span class="hint">names the secret in the signature header</span>
-              <input type="text" name="secretId" required value="s1" />
-            </label>
-            <label class="field">
-              Secret <span class="hint">at least 16 characters; leave empty to keep the stored one</span>
-              <input type="password" name="secret" autocomplete="off" />
-            </label>
-            <label class="field">
-              Attempts <span class="hint">1 to 20</span>
-              <input type="number" name="maxAttempts" min={1} max={20} value="5" />
-            </label>
-            <label class="field">
-              Timeout (ms)
-              <input type="number" name="timeoutMs" min={100} max={30000} value="10000" />
-            </label>
-            <button type="submit" class="primary">
-              Save endpoint
-            </button>
-          </form>
-        </Panel>
+        <FormPanel
+          page={page}
+          id="webhook-form"
+          title="Add or change an endpoint"
+          action="/console/settings/webhooks"
+        >
+          <label class="field">
+            Key <span class="hint">“default” receives every event without a key of its own</span>
+            <input
+              type="text"
+              name="webhookKey"
+              required
+              value="default"
+              pattern="[A-Za-z0-9][A-Za-z0-9._\-]{0,63}"
+            />
+          </label>
+          <label class="field">
+            URL
+            <input type="url" name="url" required placeholder="https://hooks.example.com/cds" />
+          </label>
+          <label class="field">
+            Secret id <span class="hint">names the secret in the signature header</span>
+            <input type="text" name="secretId" required value="s1" />
+          </label>
+          <label class="field">
+            Secret <span class="hint">at least 16 characters; leave empty to keep the stored one</span>
+            <input type="password" name="secret" autocomplete="off" />
+          </label>
+          <label class="field">
+            Attempts <span class="hint">1 to 20</span>
+            <input type="number" name="maxAttempts" min={1} max={20} value="5" />
+          </label>
+          <label class="field">
+            Timeout (ms)
+            <input type="number" name="timeoutMs" min={100} max={30000} value="10000" />
+          </label>
+          <button type="submit" class="primary">
+            Save endpoint
+          </button>
+        </FormPanel>
       </div>
       <Panel id="log" title="Delivery log">
         <form method="get" action="/console/settings/webhooks" class="filters">
