@@ -13,71 +13,79 @@ collectDefaultMetrics({ register: metricsRegistry, prefix: "cds_" });
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-export const httpRequests = new Counter({
-  name: "cds_http_requests_total",
-  help: "HTTP requests answered, by method, route (the route's path pattern) and status",
-  labelNames: ["method", "route", "status"] as const,
-  registers: [metricsRegistry],
-});
+/** A counter in the registry. */
+function counter<L extends string>(name: string, help: string, labelNames: readonly L[]) {
+  return new Counter({ name, help, labelNames, registers: [metricsRegistry] });
+}
 
-export const httpDuration = new Histogram({
-  name: "cds_http_request_duration_seconds",
-  help: "Time to answer an HTTP request, by method and route",
-  labelNames: ["method", "route"] as const,
-  buckets: LATENCY_BUCKETS,
-  registers: [metricsRegistry],
-});
+/** A histogram in the registry, in latency buckets unless told. */
+function histogram<L extends string>(
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  buckets = LATENCY_BUCKETS,
+) {
+  return new Histogram({ name, help, labelNames, buckets, registers: [metricsRegistry] });
+}
 
-export const jobRuns = new Histogram({
-  name: "cds_job_run_seconds",
-  help: "Time to run a job by kind and outcome (done, failed): a workflow step is engine.step, a new case's first run engine.start",
-  labelNames: ["kind", "outcome"] as const,
-  buckets: LATENCY_BUCKETS,
-  registers: [metricsRegistry],
-});
+/** A gauge in the registry. */
+function gauge<L extends string>(name: string, help: string, labelNames: readonly L[] = []) {
+  return new Gauge({ name, help, labelNames, registers: [metricsRegistry] });
+}
 
-export const decisionLatency = new Histogram({
-  name: "cds_case_decision_seconds",
-  help: "Time from a case's submission to its workflow's decision, by decision",
-  labelNames: ["decision"] as const,
-  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600, 86400],
-  registers: [metricsRegistry],
-});
+export const httpRequests = counter(
+  "cds_http_requests_total",
+  "HTTP requests answered, by method, route (the route's path pattern) and status",
+  ["method", "route", "status"],
+);
 
-export const webhookAttempts = new Counter({
-  name: "cds_webhook_attempts_total",
-  help: "Webhook delivery attempts, by outcome: succeeded, retrying (failed, will retry), failed (the last attempt failed), not_sent (no configuration, or out of attempts)",
-  labelNames: ["outcome"] as const,
-  registers: [metricsRegistry],
-});
+export const httpDuration = histogram(
+  "cds_http_request_duration_seconds",
+  "Time to answer an HTTP request, by method and route",
+  ["method", "route"],
+);
 
-export const providerCalls = new Histogram({
-  name: "cds_provider_call_seconds",
-  help: "Vendor calls made by verification providers (each attempt), by broker and outcome: ok, failed (5xx, timeout, unreachable; retried), rejected (4xx)",
-  labelNames: ["broker", "outcome"] as const,
-  buckets: LATENCY_BUCKETS,
-  registers: [metricsRegistry],
-});
+export const jobRuns = histogram(
+  "cds_job_run_seconds",
+  "Time to run a job by kind and outcome (done, failed): a workflow step is engine.step, a new case's first run engine.start",
+  ["kind", "outcome"],
+);
 
-const jobsQueued = new Gauge({
-  name: "cds_jobs_queued",
-  help: "Jobs in the queue, by kind and state: ready (due, unclaimed), scheduled (due later), running (claimed), failed (out of attempts)",
-  labelNames: ["kind", "state"] as const,
-  registers: [metricsRegistry],
-});
+export const decisionLatency = histogram(
+  "cds_case_decision_seconds",
+  "Time from a case's submission to its workflow's decision, by decision",
+  ["decision"],
+  [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600, 86400],
+);
 
-const jobsOldestReady = new Gauge({
-  name: "cds_jobs_oldest_ready_age_seconds",
-  help: "How long the oldest due, unclaimed job of each kind has been waiting",
-  labelNames: ["kind"] as const,
-  registers: [metricsRegistry],
-});
+export const webhookAttempts = counter(
+  "cds_webhook_attempts_total",
+  "Webhook delivery attempts, by outcome: succeeded, retrying (failed, will retry), failed (the last attempt failed), not_sent (no configuration, or out of attempts)",
+  ["outcome"],
+);
 
-const workersLive = new Gauge({
-  name: "cds_workers_live",
-  help: "Worker processes that reported within the last 30 seconds, across the deployment",
-  registers: [metricsRegistry],
-});
+export const providerCalls = histogram(
+  "cds_provider_call_seconds",
+  "Vendor calls made by verification providers (each attempt), by broker and outcome: ok, failed (5xx, timeout, unreachable; retried), rejected (4xx)",
+  ["broker", "outcome"],
+);
+
+const jobsQueued = gauge(
+  "cds_jobs_queued",
+  "Jobs in the queue, by kind and state: ready (due, unclaimed), scheduled (due later), running (claimed), failed (out of attempts)",
+  ["kind", "state"],
+);
+
+const jobsOldestReady = gauge(
+  "cds_jobs_oldest_ready_age_seconds",
+  "How long the oldest due, unclaimed job of each kind has been waiting",
+  ["kind"],
+);
+
+const workersLive = gauge(
+  "cds_workers_live",
+  "Worker processes that reported within the last 30 seconds, across the deployment",
+);
 
 /** The gauges read from the database, refreshed for one scrape. */
 export async function refreshDatabaseGauges(db: Db): Promise<void> {

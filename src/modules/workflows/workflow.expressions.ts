@@ -386,23 +386,32 @@ export function compileExpression(nodeId: string, source: string): CompiledExpre
   };
 }
 
+/** Runs a compiled program, and checks that it gave a value of the one type it must give. */
+function runTyped<T extends "string" | "boolean">(
+  nodeId: string,
+  source: string,
+  run: (variables: ExpressionVariables) => unknown,
+  variables: ExpressionVariables,
+  [what, type]: ["expression" | "condition", T],
+): T extends "string" ? string : boolean {
+  let result: unknown;
+  try {
+    result = run(variables);
+  } catch (err) {
+    throw new ExpressionError(nodeId, source, failure(err));
+  }
+  if (typeof result !== type) {
+    throw new ExpressionError(nodeId, source, `the ${what} gave ${describe(result)}, not a ${type}`);
+  }
+  return result as T extends "string" ? string : boolean;
+}
+
 /** An expression that must give a string (an information request's `to`, `subject`, `body`). */
 export function compileText(nodeId: string, source: string): CompiledExpression {
   const run = program(source, "string");
   return {
     source,
-    evaluate(variables: ExpressionVariables): string {
-      let result: unknown;
-      try {
-        result = run(variables);
-      } catch (err) {
-        throw new ExpressionError(nodeId, source, failure(err));
-      }
-      if (typeof result !== "string") {
-        throw new ExpressionError(nodeId, source, `the expression gave ${describe(result)}, not a string`);
-      }
-      return result;
-    },
+    evaluate: (variables) => runTyped(nodeId, source, run, variables, ["expression", "string"]),
   };
 }
 
@@ -410,18 +419,7 @@ export function compileCondition(nodeId: string, source: string): CompiledCondit
   const run = program(source, "condition");
   return {
     source,
-    test(variables: ExpressionVariables): boolean {
-      let result: unknown;
-      try {
-        result = run(variables);
-      } catch (err) {
-        throw new ExpressionError(nodeId, source, failure(err));
-      }
-      if (typeof result !== "boolean") {
-        throw new ExpressionError(nodeId, source, `the condition gave ${describe(result)}, not a boolean`);
-      }
-      return result;
-    },
+    test: (variables) => runTyped(nodeId, source, run, variables, ["condition", "boolean"]),
   };
 }
 
