@@ -54,6 +54,9 @@ export const Address = Type.Object(
   { additionalProperties: false },
 );
 
+/** What a person and a business both end with: where they are, and their identifiers. */
+const whereAndWho = { address: Type.Optional(Address), identifiers: Type.Optional(Identifiers) };
+
 export const Person = Type.Object(
   {
     firstName: Type.Optional(Type.String({ maxLength: 256 })),
@@ -62,8 +65,7 @@ export const Person = Type.Object(
     nationality: Type.Optional(Type.String({ description: "ISO 3166-1 alpha-2" })),
     email: Type.Optional(Type.String({ maxLength: 320 })),
     phone: Type.Optional(Type.String({ maxLength: 64 })),
-    address: Type.Optional(Address),
-    identifiers: Type.Optional(Identifiers),
+    ...whereAndWho,
   },
   { additionalProperties: false },
 );
@@ -74,8 +76,7 @@ export const Business = Type.Object(
     registrationNumber: Type.Optional(Type.String({ maxLength: 128 })),
     country: Type.Optional(Type.String({ description: "ISO 3166-1 alpha-2" })),
     incorporationDate: Type.Optional(Type.String({ description: "YYYY-MM-DD" })),
-    address: Type.Optional(Address),
-    identifiers: Type.Optional(Identifiers),
+    ...whereAndWho,
   },
   { additionalProperties: false },
 );

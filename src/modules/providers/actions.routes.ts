@@ -23,6 +23,12 @@ const ActionBody = Type.Optional(
 
 const Output = Type.Object({ output: Type.Object({}, { additionalProperties: true }) });
 
+/** The answers of an action call: its output, or an error (410 where a handle can expire). */
+function actionResponses(...extra: 410[]) {
+  const errors = [400, 401, 403, 404, 409, ...extra, 502].map((status) => [status, ErrorBody] as const);
+  return { 200: Output, ...Object.fromEntries(errors) };
+}
+
 /** An action without parameters may be posted with no body at all. */
 async function emptyBodyIsEmptyObject(request: { body: unknown }): Promise<void> {
   if (request.body === undefined || request.body === null) request.body = {};
@@ -44,16 +50,7 @@ export function actionsRoutes(app: App, ctx: AppContext): void {
           "paused; 410: the handle is past its `expiresAt`; 400: bad params; 502: the provider failed.",
         params: Type.Object({ handle: Type.String(), actionId: Type.String() }),
         body: ActionBody,
-        response: {
-          200: Output,
-          400: ErrorBody,
-          401: ErrorBody,
-          403: ErrorBody,
-          404: ErrorBody,
-          409: ErrorBody,
-          410: ErrorBody,
-          502: ErrorBody,
-        },
+        response: actionResponses(410),
       },
     },
     async (request) => {
@@ -110,15 +107,7 @@ export function actionsRoutes(app: App, ctx: AppContext): void {
           "external customer id to re-resolve the vendor's applicant; 400: bad params; 502: the provider failed.",
         params: Type.Object({ caseId: Type.String(), brokerId: Type.String(), action: Type.String() }),
         body: ActionBody,
-        response: {
-          200: Output,
-          400: ErrorBody,
-          401: ErrorBody,
-          403: ErrorBody,
-          404: ErrorBody,
-          409: ErrorBody,
-          502: ErrorBody,
-        },
+        response: actionResponses(),
       },
     },
     async (request) => {

@@ -3,6 +3,7 @@ import { isUuid } from "../../platform/crypto.js";
 import { badRequest, notFound } from "../../platform/errors.js";
 import { requireTenant } from "../tenants/index.js";
 import {
+  type AttemptRecord,
   type AttemptRow,
   type DeliveryRow,
   findDelivery,
@@ -11,7 +12,7 @@ import {
   lockFailedDeliveries,
   markSuperseded,
 } from "./deliveries.repo.js";
-import { queueDeliveries } from "./delivery-queue.js";
+import { type NewDelivery, queueDeliveries } from "./delivery-queue.js";
 import { EVENT_TYPES } from "./events.js";
 import type { DeliveryStatus } from "./webhooks.tables.js";
 
@@ -19,16 +20,8 @@ export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "succeed
 /** How many failed deliveries one redeliver-failed call takes on; call again for the rest. */
 export const REDELIVER_BATCH = 1000;
 
-export interface AttemptView {
-  attempt: number;
-  at: string;
-  target: string | null;
-  secretId: string | null;
-  statusCode: number | null;
-  latencyMs: number | null;
-  error: string | null;
-  responseBody: string | null;
-}
+/** An attempt as the delivery log shows it: its record, with the time it started as `at`. */
+export type AttemptView = Omit<AttemptRecord, "startedAt"> & { at: string };
 
 export interface DeliveryView {
   deliveryId: string;
@@ -173,9 +166,17 @@ export async function getDelivery(
   return { tenantId: row.tenant_id, ...toDeliveryView(row, attempts), body: row.body };
 }
 
-/** The same fields in the same order, under a fresh webhookId. */
-function payloadOf(row: DeliveryRow): Record<string, unknown> {
-  return JSON.parse(row.body) as Record<string, unknown>;
+/** A new delivery of the same event to the same configuration: the same fields in the same order. */
+function redeliveryOf(original: DeliveryRow): NewDelivery {
+  return {
+    tenantId: original.tenant_id,
+    eventId: original.event_id,
+    caseId: original.case_id,
+    eventType: original.event_type,
+    webhookKey: original.webhook_key,
+    payload: JSON.parse(original.body) as Record<string, unknown>,
+    redeliveryOf: original.id,
+  };
 }
 
 /**
@@ -187,17 +188,7 @@ export async function redeliver(ctx: AppContext, deliveryId: string): Promise<De
   const created = await ctx.db.transaction(async (tx) => {
     const original = await findDelivery(tx, deliveryId, true);
     if (!original) throw notFound("webhook delivery");
-    const [queued] = await queueDeliveries(tx, [
-      {
-        tenantId: original.tenant_id,
-        eventId: original.event_id,
-        caseId: original.case_id,
-        eventType: original.event_type,
-        webhookKey: original.webhook_key,
-        payload: payloadOf(original),
-        redeliveryOf: original.id,
-      },
-    ]);
+    const [queued] = await queueDeliveries(tx, [redeliveryOf(original)]);
     if (!queued) throw new Error("redelivery was not queued");
     await markSuperseded(tx, original.tenant_id, [{ original: original.id, replacement: queued.deliveryId }]);
     return queued.deliveryId;
@@ -242,18 +233,7 @@ export async function redeliverFailed(
       REDELIVER_BATCH + 1,
     );
     const batch = failed.slice(0, REDELIVER_BATCH);
-    const queued = await queueDeliveries(
-      tx,
-      batch.map((original) => ({
-        tenantId,
-        eventId: original.event_id,
-        caseId: original.case_id,
-        eventType: original.event_type,
-        webhookKey: original.webhook_key,
-        payload: payloadOf(original),
-        redeliveryOf: original.id,
-      })),
-    );
+    const queued = await queueDeliveries(tx, batch.map(redeliveryOf));
     await markSuperseded(
       tx,
       tenantId,
