@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { type CliContext, callCommand, list, TENANT_OPTION, tenantPath } from "../../platform/cli/context.js";
+import { type CliContext, deleteCommand, list, listCommand } from "../../platform/cli/context.js";
 import { SCOPES } from "./scopes.js";
 
 // Commander replaces an option value of null with "", so "unlimited" stays a word until the body is built.
@@ -43,18 +43,9 @@ export function apiKeysCli(program: Command, cli: CliContext): void {
         cli.note("Store the key now: it is shown this once and cannot be recovered.");
       },
     );
-  callCommand(key, cli, {
-    name: "list",
-    description: "list a tenant's keys (never their values)",
-    options: [TENANT_OPTION],
-    path: (o: { tenant: string }) => tenantPath(o.tenant, "api-keys"),
-  });
-  callCommand(key, cli, {
-    name: "delete",
+  listCommand(key, cli, "api-keys", "list a tenant's keys (never their values)");
+  deleteCommand(key, cli, "api-keys", ["--key <keyId>", "the keyId"], {
     description: "delete a key; it stops working on the next request",
-    options: [TENANT_OPTION, ["--key <keyId>", "the keyId"]],
-    method: "DELETE",
-    path: (o: { tenant: string; key: string }) => tenantPath(o.tenant, "api-keys", o.key),
-    done: (o) => `deleted ${o.key}`,
+    done: (id) => `deleted ${id}`,
   });
 }

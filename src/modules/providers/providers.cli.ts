@@ -1,11 +1,5 @@
 import type { Command } from "commander";
-import {
-  type CliContext,
-  callCommand,
-  positiveInt,
-  TENANT_OPTION,
-  tenantPath,
-} from "../../platform/cli/context.js";
+import { type CliContext, deleteCommand, listCommand, positiveInt } from "../../platform/cli/context.js";
 import {
   OPENSANCTIONS_SIMULATOR_DEFAULTS,
   OpenSanctionsSimulator,
@@ -76,19 +70,10 @@ export function providersCli(program: Command, cli: CliContext): void {
         cli.note("Register inboundWebhookUrl at the vendor as the webhook URL.");
       },
     );
-  callCommand(provider, cli, {
-    name: "list",
-    description: "list a tenant's provider configurations (never the credentials)",
-    options: [TENANT_OPTION],
-    path: (o: { tenant: string }) => tenantPath(o.tenant, "providers"),
-  });
-  callCommand(provider, cli, {
-    name: "delete",
+  listCommand(provider, cli, "providers", "list a tenant's provider configurations (never the credentials)");
+  deleteCommand(provider, cli, "providers", ["--broker <brokerId>", "the broker"], {
     description: "delete a provider configuration",
-    options: [TENANT_OPTION, ["--broker <brokerId>", "the broker"]],
-    method: "DELETE",
-    path: (o: { tenant: string; broker: string }) => tenantPath(o.tenant, "providers", o.broker),
-    done: (o) => `deleted the ${o.broker} configuration`,
+    done: (id) => `deleted the ${id} configuration`,
   });
 
   const simulate = program

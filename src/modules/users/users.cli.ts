@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { type CliContext, callCommand, TENANT_OPTION, tenantPath } from "../../platform/cli/context.js";
+import { type CliContext, deleteCommand, listCommand, tenantPath } from "../../platform/cli/context.js";
 import { ROLES } from "./roles.js";
 
 export function usersCli(program: Command, cli: CliContext): void {
@@ -21,18 +21,9 @@ export function usersCli(program: Command, cli: CliContext): void {
       );
       cli.note("Send the setupUrl to the user: it is shown this once and works once, for 7 days.");
     });
-  callCommand(user, cli, {
-    name: "list",
-    description: "list a tenant's console users",
-    options: [TENANT_OPTION],
-    path: (o: { tenant: string }) => tenantPath(o.tenant, "users"),
-  });
-  callCommand(user, cli, {
-    name: "delete",
+  listCommand(user, cli, "users", "list a tenant's console users");
+  deleteCommand(user, cli, "users", ["--user <userId>", "the userId"], {
     description: "delete a console user; their sessions end at once",
-    options: [TENANT_OPTION, ["--user <userId>", "the userId"]],
-    method: "DELETE",
-    path: (o: { tenant: string; user: string }) => tenantPath(o.tenant, "users", o.user),
-    done: (o) => `deleted ${o.user}`,
+    done: (id) => `deleted ${id}`,
   });
 }

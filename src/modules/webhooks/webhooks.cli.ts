@@ -1,11 +1,5 @@
 import type { Command } from "commander";
-import {
-  type CliContext,
-  callCommand,
-  positiveInt,
-  TENANT_OPTION,
-  tenantPath,
-} from "../../platform/cli/context.js";
+import { type CliContext, deleteCommand, listCommand, positiveInt } from "../../platform/cli/context.js";
 
 interface SecretArg {
   id?: string;
@@ -71,19 +65,10 @@ export function webhooksCli(program: Command, cli: CliContext): void {
         );
       },
     );
-  callCommand(webhook, cli, {
-    name: "list",
-    description: "list a tenant's webhook configurations (never the secret values)",
-    options: [TENANT_OPTION],
-    path: (o: { tenant: string }) => tenantPath(o.tenant, "webhooks"),
-  });
-  callCommand(webhook, cli, {
-    name: "delete",
+  listCommand(webhook, cli, "webhooks", "list a tenant's webhook configurations (never the secret values)");
+  deleteCommand(webhook, cli, "webhooks", ["--key <webhookKey>", "the configuration"], {
     description: "delete a webhook configuration",
-    options: [TENANT_OPTION, ["--key <webhookKey>", "the configuration"]],
-    method: "DELETE",
-    path: (o: { tenant: string; key: string }) => tenantPath(o.tenant, "webhooks", o.key),
-    done: (o) => `deleted webhook configuration ${o.key}`,
+    done: (id) => `deleted webhook configuration ${id}`,
   });
 
   const delivery = program.command("delivery").description("the webhook delivery log and redelivery");

@@ -69,3 +69,37 @@ export function callCommand<O extends Record<string, unknown>>(
     else cli.print(answer);
   });
 }
+
+/** `list --tenant <tenantId>`: prints the tenant's `collection` (`/admin/tenants/<id>/<collection>`). */
+export function listCommand(
+  parent: Command,
+  cli: CliContext,
+  collection: string,
+  description: string,
+): Command {
+  const path = (o: { tenant: string }) => tenantPath(o.tenant, collection);
+  return callCommand(parent, cli, { name: "list", description, options: [TENANT_OPTION], path });
+}
+
+/**
+ * `delete --tenant <tenantId> --<id> <value>`: deletes one of the tenant's `collection`, then says
+ * so with `done` (given the id).
+ */
+export function deleteCommand(
+  parent: Command,
+  cli: CliContext,
+  collection: string,
+  id: RequiredOption,
+  spec: { description: string; done(id: string): string },
+): Command {
+  const key = id[0].slice(2).split(" ")[0] as string;
+  const idOf = (o: Record<string, string>) => o[key] as string;
+  return callCommand(parent, cli, {
+    name: "delete",
+    description: spec.description,
+    options: [TENANT_OPTION, id],
+    method: "DELETE",
+    path: (o: Record<string, string>) => tenantPath(o.tenant as string, collection, idOf(o)),
+    done: (o) => spec.done(idOf(o)),
+  });
+}
