@@ -1,6 +1,6 @@
 import { type Selectable, sql } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
-import { type Executor, findRow, findRows } from "../../platform/db/index.js";
+import { type Executor, findRow, findRows, updateRows } from "../../platform/db/index.js";
 import type {
   AnswerSource,
   InformationRequestsTable,
@@ -124,12 +124,8 @@ export function recordReminder(db: Executor, tenantId: string, rfiId: string): P
 
 /** Counts one more minted slot against the request (its row is already locked by the caller). */
 export async function countSlotOnRequest(db: Executor, tenantId: string, rfiId: string): Promise<void> {
-  await db
-    .updateTable("information_requests")
-    .set({ slots_minted: sql<number>`slots_minted + 1` })
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", rfiId)
-    .execute();
+  const slots = { slots_minted: sql<number>`slots_minted + 1` };
+  await updateRows(db, "information_requests", { tenant_id: tenantId, id: rfiId }, slots);
 }
 
 /**

@@ -50,10 +50,6 @@ export function findCaseTag(
 }
 
 /**
- * Adds the tag if it is an enabled option of the tenant's vocabulary and not yet on the case.
- * Returns the new row, or undefined when nothing was inserted (already there, or not allowed).
- */
-/**
  * Adds the tag when it is an enabled option and the case carries fewer than `limit` tags. Two
  * concurrent adds can both see `limit - 1`; callers hold the case's lock to keep the cap exact.
  */
