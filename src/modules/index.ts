@@ -4,6 +4,7 @@ import { authModule } from "./auth/index.js";
 import { casesModule } from "./cases/index.js";
 import { consoleModule } from "./console/index.js";
 import { engineModule } from "./engine/index.js";
+import { entitiesModule } from "./entities/index.js";
 import { providersModule } from "./providers/index.js";
 import { rfiModule } from "./rfi/index.js";
 import { tagsModule } from "./tags/index.js";
@@ -24,6 +25,7 @@ export const featureModules: readonly FeatureModule[] = [
   workflowsModule,
   webhooksModule,
   providersModule,
+  entitiesModule,
   usersModule,
   consoleModule,
 ];

@@ -128,6 +128,7 @@ const API_TAGS = (
       "Raise, remind, cancel and answer requests for a tenant (operator token).",
     ],
     ["operator: webhooks", "Webhook endpoints, secrets and the delivery log (operator token)."],
+    ["operator: entities", "What the tenant knows across cases: customers, IBANs, devices (operator token)."],
   ] as const
 ).map(([name, description]) => ({ name, description }));
 

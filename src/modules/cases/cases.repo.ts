@@ -2,6 +2,7 @@ import { type RawBuilder, type Selectable, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
 import { type Executor, findRow, jsonOrNull, updateRows } from "../../platform/db/index.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
+import type { CaseAcceptHook } from "./cases.seam.js";
 import type { CasesTable } from "./cases.tables.js";
 
 export type CaseRow = Selectable<CasesTable>;
@@ -66,15 +67,32 @@ export function insertCase(db: Executor, c: NewCase): Promise<CaseRow> {
  */
 export const START_NOTIFICATION = "engine.start";
 
-export async function insertCases(db: Executor, cases: NewCase[], notify: string): Promise<Set<string>> {
+export async function insertCases(
+  db: Executor,
+  cases: NewCase[],
+  notify: string,
+  onAccept: readonly CaseAcceptHook[] = [],
+): Promise<Set<string>> {
   if (cases.length === 0) return new Set();
   const insert = db
     .insertInto("cases")
     .values(cases.map(caseValues))
     .onConflict((oc) => oc.columns(["tenant_id", "idempotency_key"]).doNothing())
-    .returning("id");
+    .returning(["id", sql<Date>`coalesce(event_timestamp, created_at)`.as("case_time")]);
+  // What other features write with the cases (their entities), in this one statement.
+  const accepted = cases.map((c) => ({
+    id: c.id,
+    tenantId: c.tenantId,
+    subject: c.subject,
+    externalCustomerId: c.externalCustomerId,
+    dryRun: c.dryRun,
+  }));
+  const extra = onAccept.flatMap((hook) => {
+    const clauses = hook(accepted);
+    return clauses ? [sql`, ${clauses}`] : [];
+  });
   const { rows } = await sql<{ id: string }>`
-    WITH kase AS (${insert})
+    WITH kase AS (${insert})${sql.join(extra, sql``)}
     SELECT kase.id, (SELECT pg_notify(${JOBS_CHANNEL}, ${notify}) FROM kase LIMIT 1) AS notified
     FROM kase`.execute(db);
   return new Set(rows.map((r) => r.id));

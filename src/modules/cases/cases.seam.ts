@@ -1,3 +1,4 @@
+import type { RawBuilder } from "kysely";
 import type { Static } from "typebox";
 import type { FeatureModule } from "../../platform/app-types.js";
 import type { Executor, Tx } from "../../platform/db/index.js";
@@ -20,6 +21,23 @@ export interface CaseRecordParts {
   trace(db: Executor, tenantId: string, caseId: string): Promise<Static<typeof TraceEntry>[]>;
 }
 
+/** A case as the statement that accepts it sees it, for what other features write with it. */
+export interface AcceptedCase {
+  id: string;
+  tenantId: string;
+  subject: Record<string, unknown>;
+  externalCustomerId: string | null;
+  dryRun: boolean;
+}
+
+/**
+ * What a feature writes in the statement that accepts cases: common table expressions
+ * (`name AS (…), …`, names starting with the feature's), which may read `kase (id, case_time)`,
+ * the cases the statement inserted (a submission that met its idempotency key is not there).
+ * Undefined when it has nothing to write for these cases.
+ */
+export type CaseAcceptHook = (cases: readonly AcceptedCase[]) => RawBuilder<unknown> | undefined;
+
 /** Run in the transaction that closes a case, before the case is written closed. */
 export type CaseClosedHook = (tx: Tx, tenantId: string, caseId: string) => Promise<void>;
 
@@ -27,6 +45,7 @@ export type CaseClosedHook = (tx: Tx, tenantId: string, caseId: string) => Promi
 export interface CaseSeam {
   readonly parts: CaseRecordParts;
   readonly onClosed: readonly CaseClosedHook[];
+  readonly onAccept: readonly CaseAcceptHook[];
 }
 
 declare module "../../platform/app-types.js" {
@@ -35,6 +54,8 @@ declare module "../../platform/app-types.js" {
     readonly caseRecord?: Partial<CaseRecordParts>;
     /** What this feature does when a case is closed, in the closing transaction. */
     readonly onCaseClosed?: CaseClosedHook;
+    /** What this feature writes with each accepted case, in the statement that accepts it. */
+    readonly onCaseAccepted?: CaseAcceptHook;
   }
 }
 
@@ -60,5 +81,6 @@ export function caseSeamOf(features: readonly FeatureModule[]): CaseSeam {
   return {
     parts: parts as CaseRecordParts,
     onClosed: features.flatMap((f) => (f.onCaseClosed ? [f.onCaseClosed] : [])),
+    onAccept: features.flatMap((f) => (f.onCaseAccepted ? [f.onCaseAccepted] : [])),
   };
 }

@@ -150,12 +150,13 @@ const insertBatches = new WeakMap<Db, Batcher<NewCase, boolean>>();
  * Inserts of concurrent submissions share one statement (see Batcher); true when inserted. A new
  * case is `received` at its workflow's start node, and the engine's starters take it from there.
  */
-function caseInserts(db: Db): Batcher<NewCase, boolean> {
+function caseInserts(ctx: AppContext): Batcher<NewCase, boolean> {
+  const db = ctx.db;
   let batcher = insertBatches.get(db);
   if (!batcher) {
     batcher = new Batcher(
       async (items) => {
-        const inserted = await insertCases(db.root, items, START_NOTIFICATION);
+        const inserted = await insertCases(db.root, items, START_NOTIFICATION, ctx.cases.onAccept);
         return items.map((i) => inserted.has(i.id));
       },
       { maxBatch: 128, lanes: 1 },
@@ -191,7 +192,7 @@ async function insertAndStart(
     dryRun,
     currentNodeId: wf.start,
   };
-  const inserted = await caseInserts(ctx.db).add(kase);
+  const inserted = await caseInserts(ctx).add(kase);
   return inserted ? kase : undefined;
 }
 
@@ -329,6 +330,22 @@ function caseIdentity(row: CaseRow) {
     workflowId: row.workflow_id,
     workflowVersion: row.workflow_version,
   };
+}
+
+/** The tenant's cases of these ids as `GET /cases` lists them, in the order of the ids. */
+export async function getCaseSummaries(ctx: AppContext, tenantId: string, caseIds: readonly string[]) {
+  if (caseIds.length === 0) return [];
+  const rows = await ctx.db.root
+    .selectFrom("cases")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
+    .where("id", "in", [...caseIds])
+    .execute();
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return caseIds.flatMap((id) => {
+    const row = byId.get(id);
+    return row ? [caseSummary(row)] : [];
+  });
 }
 
 export function caseSummary(row: CaseRow) {

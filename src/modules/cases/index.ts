@@ -55,7 +55,11 @@ export {
   /** Writes some columns of one of the tenant's cases. */
   updateCase,
 } from "./cases.repo.js";
+/** A case as `GET /cases` lists it (the schema, for other lists of cases). */
+export { CaseSummary } from "./cases.schemas.js";
 export {
+  /** A case as the statement that accepts it sees it (for `onCaseAccepted`). */
+  type AcceptedCase,
   /** What other features add to a case record: its tags, its information requests, its trace. */
   type CaseRecordParts,
   /** The cases module's seam as a process's features make it (see `CaseRecordParts`). */
@@ -66,6 +70,8 @@ export {
   type CaseRecordView,
   /** A case of the tenant as the partner API shows it; 404 for an unknown or another tenant's case. */
   getCase,
+  /** The tenant's cases of some ids as `GET /cases` lists them, in the order of the ids. */
+  getCaseSummaries,
 } from "./cases.service.js";
 export {
   /** How many cases each tab of the review queue holds, counted up to a cap. */

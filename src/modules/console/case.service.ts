@@ -1,3 +1,4 @@
+import type { VNode } from "preact";
 import type { AppContext } from "../../platform/context.js";
 import { getApiKeys } from "../auth/index.js";
 import { type CaseRecordView, getCase } from "../cases/index.js";
@@ -30,6 +31,8 @@ export interface CaseScreen {
   addableTags: string[];
   /** `analyst:<id>` and `apikey:<id>` to the names people know them by. */
   names: Map<string, string>;
+  /** What other features show of the case (its entities and related cases), in their order. */
+  featurePanels: VNode[];
 }
 
 /** Who the tenant's actors are, by their labels: users by name, keys by their name. */
@@ -64,12 +67,13 @@ async function traceOf(ctx: AppContext, record: CaseRecordView, tenantId: string
 /** Everything the case page shows, read through the services the APIs use; 404 for another tenant's case. */
 export async function caseScreen(ctx: AppContext, tenantId: string, caseId: string): Promise<CaseScreen> {
   const record = await getCase(ctx, tenantId, caseId);
-  const [trace, paused, deliveries, options, names] = await Promise.all([
+  const [trace, paused, deliveries, options, names, featurePanels] = await Promise.all([
     traceOf(ctx, record, tenantId),
     listPausedNodes(ctx, tenantId, caseId),
     getDeliveries(ctx, tenantId, { caseId, limit: 25 }),
     getTagOptions(ctx, tenantId),
     actorNames(ctx, tenantId),
+    Promise.all(ctx.console.sections.map((s) => s.casePanels?.(ctx, tenantId, record.caseId) ?? null)),
   ]);
   const carried = new Set(record.tags.map((t) => t.tag));
   return {
@@ -79,5 +83,6 @@ export async function caseScreen(ctx: AppContext, tenantId: string, caseId: stri
     deliveries: deliveries.deliveries,
     addableTags: options.filter((o) => o.enabled && !carried.has(o.tag)).map((o) => o.tag),
     names,
+    featurePanels: featurePanels.filter((p): p is VNode => p !== null),
   };
 }

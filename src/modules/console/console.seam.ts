@@ -1,3 +1,4 @@
+import type { VNode } from "preact";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Permission } from "../users/index.js";
@@ -21,6 +22,11 @@ export interface ConsoleSection {
   readonly links?: readonly ConsoleLink[];
   /** Its pages, registered in the console's scope under /console (paths relative to it). */
   routes?(scope: App, ctx: AppContext): void;
+  /**
+   * What it shows on a case page, in the side column: panels rendered for the case (the case is
+   * the tenant's: the page checked it). Null when it has nothing to show.
+   */
+  casePanels?(ctx: AppContext, tenantId: string, caseId: string): Promise<VNode | null>;
 }
 
 /** The console's part of a process's context: every feature's section, and their links in order. */

@@ -40,6 +40,8 @@ export {
   consoleSeamOf,
 } from "./console.seam.js";
 export {
+  /** A table of rows, or a line saying there are none. */
+  DataTable,
   /** A titled section of a page. */
   Panel,
   /** A timestamp as the console shows it (a dash when there is none). */

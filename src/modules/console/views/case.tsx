@@ -543,6 +543,7 @@ export function CasePageView({
           {canAct ? <ActionsPanel page={page} screen={screen} /> : null}
           <TagsPanel page={page} screen={screen} canAct={canAct} />
           <PendingPanel screen={screen} />
+          {screen.featurePanels}
           <Panel title="Identifiers" id="ids">
             <dl class="kv small">
               <dt>Case id</dt>

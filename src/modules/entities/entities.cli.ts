@@ -1,0 +1,47 @@
+import type { Command } from "commander";
+import {
+  type CliContext,
+  callCommand,
+  positiveInt,
+  TENANT_OPTION,
+  tenantPath,
+} from "../../platform/cli/context.js";
+
+/** `cds entity`: find an entity, show it with its linked entities, list its cases. */
+export function entitiesCli(program: Command, cli: CliContext): void {
+  const entity = program
+    .command("entity")
+    .description("what the tenant knows across cases: customers, IBANs, devices…");
+  entity
+    .command("find")
+    .description("find the tenant's entity of a type and value (the value is normalised first)")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .requiredOption("--type <type>", "customer, email, phone, iban, device_id, …")
+    .requiredOption("--value <value>", "the value")
+    .action(async (opts: { tenant: string; type: string; value: string }) => {
+      const query = new URLSearchParams({ type: opts.type, value: opts.value });
+      cli.print(await cli.client().request("GET", `${tenantPath(opts.tenant, "entities")}?${query}`));
+    });
+  const ENTITY = ["--entity <entityId>", "the entity"] as const;
+  callCommand(entity, cli, {
+    name: "show",
+    description: "show an entity with the entities it shares cases with",
+    options: [TENANT_OPTION, ENTITY],
+    path: (o: { tenant: string; entity: string }) => tenantPath(o.tenant, "entities", o.entity),
+  });
+  entity
+    .command("cases")
+    .description("list an entity's cases, newest first")
+    .requiredOption("--tenant <tenantId>", "the tenant")
+    .requiredOption(...ENTITY)
+    .option("--limit <n>", "cases per page (up to 200)", positiveInt)
+    .option("--cursor <cursor>", "the nextCursor of the previous page")
+    .action(async (opts: { tenant: string; entity: string; limit?: number; cursor?: string }) => {
+      const query = new URLSearchParams({
+        ...(opts.limit === undefined ? {} : { limit: String(opts.limit) }),
+        ...(opts.cursor === undefined ? {} : { cursor: opts.cursor }),
+      });
+      const path = tenantPath(opts.tenant, "entities", opts.entity, "cases");
+      cli.print(await cli.client().request("GET", query.size > 0 ? `${path}?${query}` : path));
+    });
+}

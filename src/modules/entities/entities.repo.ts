@@ -1,0 +1,156 @@
+import { type RawBuilder, type Selectable, sql } from "kysely";
+import type { Executor } from "../../platform/db/index.js";
+import type { AcceptedCase } from "../cases/index.js";
+import type { EntitiesTable } from "./entities.tables.js";
+import { entityId, entityKeysOf } from "./keys.js";
+
+export type EntityRow = Selectable<EntitiesTable>;
+
+/**
+ * What the statement that accepts cases writes for entities: each new key's entity (a key seen
+ * before writes nothing), and one link per case and entity, for the cases it inserted. Dry-run
+ * cases are not linked: they are not part of what the tenant knows.
+ */
+export function entityWrites(cases: readonly AcceptedCase[]): RawBuilder<unknown> | undefined {
+  const keys = cases.flatMap((c) =>
+    c.dryRun
+      ? []
+      : entityKeysOf(c.subject, c.externalCustomerId).map((k) => ({
+          ...k,
+          caseId: c.id,
+          tenantId: c.tenantId,
+          entityId: entityId(c.tenantId, k.type, k.value),
+        })),
+  );
+  if (keys.length === 0) return undefined;
+  const values = sql.join(
+    keys.map(
+      (k) =>
+        sql`(${k.caseId}::uuid, ${k.entityId}::uuid, ${k.tenantId}::uuid, ${k.type}::text, ${k.value}::text, ${k.role}::text)`,
+    ),
+  );
+  // Entities are inserted in key order, so two statements that meet the same new keys wait for
+  // each other in one order instead of deadlocking.
+  return sql`
+    entity_key (case_id, entity_id, tenant_id, type, value, role) AS (VALUES ${values}),
+    entity_new AS (
+      INSERT INTO entities (id, tenant_id, type, value)
+      SELECT DISTINCT k.entity_id, k.tenant_id, k.type, k.value
+      FROM entity_key k JOIN kase ON kase.id = k.case_id
+      ORDER BY k.entity_id
+      ON CONFLICT (tenant_id, type, value) DO NOTHING
+    ),
+    entity_link AS (
+      INSERT INTO case_entities (case_id, entity_id, tenant_id, role, case_time)
+      SELECT k.case_id, k.entity_id, k.tenant_id, k.role, kase.case_time
+      FROM entity_key k JOIN kase ON kase.id = k.case_id
+    )`;
+}
+
+export function findEntity(db: Executor, tenantId: string, type: string, value: string) {
+  return db
+    .selectFrom("entities")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
+    .where("type", "=", type)
+    .where("value", "=", value)
+    .executeTakeFirst();
+}
+
+export function findEntityById(db: Executor, tenantId: string, id: string) {
+  return db
+    .selectFrom("entities")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
+    .where("id", "=", id)
+    .executeTakeFirst();
+}
+
+/** How many cases an entity is linked to, and the time of the newest. */
+export async function entityActivity(
+  db: Executor,
+  entityIds: readonly string[],
+): Promise<Map<string, { caseCount: number; lastSeenAt: Date | null }>> {
+  if (entityIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom("case_entities")
+    .select(["entity_id", sql<string>`count(*)`.as("n"), sql<Date>`max(case_time)`.as("last")])
+    .where("entity_id", "in", [...entityIds])
+    .groupBy("entity_id")
+    .execute();
+  return new Map(rows.map((r) => [r.entity_id, { caseCount: Number(r.n), lastSeenAt: r.last }]));
+}
+
+/** The other entities that share a case with this one, most shared first (up to `limit`). */
+export function linkedEntities(db: Executor, tenantId: string, id: string, limit: number) {
+  return db
+    .selectFrom("case_entities as mine")
+    .innerJoin("case_entities as other", (j) =>
+      j.onRef("other.case_id", "=", "mine.case_id").onRef("other.entity_id", "<>", "mine.entity_id"),
+    )
+    .innerJoin("entities as e", "e.id", "other.entity_id")
+    .select(["e.id", "e.type", "e.value", sql<string>`count(*)`.as("shared")])
+    .where("mine.entity_id", "=", id)
+    .where("e.tenant_id", "=", tenantId)
+    .groupBy(["e.id", "e.type", "e.value"])
+    .orderBy(sql`count(*)`, "desc")
+    .orderBy("e.type")
+    .orderBy("e.value")
+    .limit(limit)
+    .execute();
+}
+
+/** A page of an entity's cases, newest first (by the case's time), after a keyset position. */
+export function entityCases(
+  db: Executor,
+  id: string,
+  limit: number,
+  after: { caseTime: Date; caseId: string } | undefined,
+) {
+  let query = db.selectFrom("case_entities").select(["case_id", "case_time"]).where("entity_id", "=", id);
+  if (after) {
+    query = query.where((eb) =>
+      eb.or([
+        eb("case_time", "<", after.caseTime),
+        eb.and([eb("case_time", "=", after.caseTime), eb("case_id", "<", after.caseId)]),
+      ]),
+    );
+  }
+  return query.orderBy("case_time", "desc").orderBy("case_id", "desc").limit(limit).execute();
+}
+
+/** A case's entities, with the role each key had on it. */
+export function entitiesOfCase(db: Executor, tenantId: string, caseId: string) {
+  return db
+    .selectFrom("case_entities as l")
+    .innerJoin("entities as e", "e.id", "l.entity_id")
+    .select(["e.id", "e.type", "e.value", "l.role"])
+    .where("l.case_id", "=", caseId)
+    .where("l.tenant_id", "=", tenantId)
+    .orderBy("e.type")
+    .orderBy("e.value")
+    .execute();
+}
+
+/**
+ * The other cases sharing a key with this one, newest first, each with one key it shares. Each
+ * of the case's entities gives at most `limit` of its newest cases from its index, so a key with
+ * 100,000 cases costs no more than a rare one.
+ */
+export async function relatedCases(db: Executor, tenantId: string, caseId: string, limit: number) {
+  const { rows } = await sql<{ case_id: string; case_time: Date; type: string; value: string }>`
+    SELECT DISTINCT ON (r.case_id) r.case_id, r.case_time, e.type, e.value
+    FROM case_entities mine
+    JOIN entities e ON e.id = mine.entity_id
+    CROSS JOIN LATERAL (
+      SELECT o.case_id, o.case_time FROM case_entities o
+      WHERE o.entity_id = mine.entity_id AND o.case_id <> mine.case_id
+      ORDER BY o.case_time DESC, o.case_id DESC
+      LIMIT ${limit}
+    ) r
+    WHERE mine.case_id = ${caseId} AND mine.tenant_id = ${tenantId}
+    ORDER BY r.case_id, e.type, e.value`.execute(db);
+  return rows
+    .sort((a, b) => b.case_time.getTime() - a.case_time.getTime() || (a.case_id < b.case_id ? 1 : -1))
+    .slice(0, limit);
+}

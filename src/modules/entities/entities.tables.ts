@@ -1,0 +1,27 @@
+import type { Timestamp } from "../../platform/db/schema.js";
+
+export interface EntitiesTable {
+  id: string;
+  tenant_id: string;
+  type: string;
+  value: string;
+  first_seen_at: Timestamp;
+}
+
+export interface CaseEntitiesTable {
+  case_id: string;
+  entity_id: string;
+  tenant_id: string;
+  role: string;
+  case_time: Timestamp;
+}
+
+/** Row types of the entities module's tables. */
+export interface EntitiesTables {
+  entities: EntitiesTable;
+  case_entities: CaseEntitiesTable;
+}
+
+declare module "../../platform/db/schema.js" {
+  interface Database extends EntitiesTables {}
+}
