@@ -98,11 +98,7 @@ export async function insertCases(
   return new Set(rows.map((r) => r.id));
 }
 
-export function findCaseByIdempotencyKey(
-  db: Executor,
-  tenantId: string,
-  key: string,
-): Promise<CaseRow | undefined> {
+export function findCaseByIdempotencyKey(db: Executor, tenantId: string, key: string) {
   return findRow(db, "cases", { tenant_id: tenantId, idempotency_key: key });
 }
 
