@@ -1,5 +1,5 @@
 import type { ErrorDetail } from "../../platform/errors.js";
-import { compileInputSchema, detailsOf } from "./json-schema.js";
+import { compileInputSchema, validateBounded } from "./json-schema.js";
 import type { CompiledNode, NodeTypes } from "./node-type.js";
 import type { WorkflowDefinition } from "./workflow.types.js";
 
@@ -46,7 +46,7 @@ export function compileWorkflow(
     start: definition.start,
     nodes,
     validatePayload(payload: unknown): ErrorDetail[] {
-      return validate(payload) ? [] : detailsOf(validate.errors ?? [], "payload");
+      return validateBounded(validate, payload, "payload");
     },
   });
 }
