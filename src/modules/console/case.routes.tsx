@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, badRequest } from "../../platform/errors.js";
@@ -15,10 +16,11 @@ import {
 import { applyTag, removeTag } from "../tags/index.js";
 import { audit } from "./audit.js";
 import { caseScreen } from "./case.service.js";
-import { pageOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
+import { pageOf, problemOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
 import { checkAgainst } from "./validate.js";
 import { CASE_NOTICES, CasePageView } from "./views/case.js";
+import type { FormProblem } from "./views/layout.js";
 
 type CaseParams = { Params: { caseId: string } };
 type RfiParams = { Params: { caseId: string; rfiId: string } };
@@ -30,20 +32,37 @@ const review = { console: { permission: "cases:review" as const } };
 function deadline(value: string): string | undefined {
   if (!value) return undefined;
   if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?$/.test(value))
-    throw badRequest("the deadline is not a date and time");
+    throw badRequest("the deadline is not a date and time", [
+      { path: "expiresAt", message: "is not a date and time" },
+    ]);
   return `${value.length === 16 ? `${value}:00` : value}Z`;
 }
 
 /** The case page, its actions (each a form post), its documents and its upload slots. */
 export function caseRoutes(scope: App, ctx: AppContext): void {
+  /** The case page; after a refused form, with its problems beside the fields (status 400). */
+  const casePage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    caseId: string,
+    notice?: string,
+    problem?: FormProblem,
+  ) => {
+    const screen = await caseScreen(ctx, sessionOf(request).tenantId, caseId);
+    const page = { ...pageOf(request, reply), path: `/console/cases/${caseId}`, problem };
+    return sendPage(reply, <CasePageView page={page} screen={screen} notice={notice} />, problem ? 400 : 200);
+  };
+
   scope.get<CaseParams & { Querystring: { done?: string } }>(
     "/cases/:caseId",
     { config: read },
-    async (request, reply) => {
-      const screen = await caseScreen(ctx, sessionOf(request).tenantId, request.params.caseId);
-      const notice = request.query.done ? CASE_NOTICES[request.query.done] : undefined;
-      return sendPage(reply, <CasePageView page={pageOf(request, reply)} screen={screen} notice={notice} />);
-    },
+    async (request, reply) =>
+      casePage(
+        request,
+        reply,
+        request.params.caseId,
+        request.query.done ? CASE_NOTICES[request.query.done] : undefined,
+      ),
   );
 
   scope.get<{ Params: { caseId: string; uploadId: string } }>(
@@ -76,9 +95,21 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const form = formOf(request);
     const value = form.text("value");
     const reason = form.text("reason");
-    if (!(DECISION_VALUES as readonly string[]).includes(value)) throw badRequest("choose a decision");
-    if (reason.length === 0 || reason.length > 2000)
-      throw badRequest("a reason of 1 to 2000 characters is required");
+    const problems = [
+      ...((DECISION_VALUES as readonly string[]).includes(value)
+        ? []
+        : [{ path: "value", message: "Choose the new decision." }]),
+      ...(reason.length === 0 || reason.length > 2000
+        ? [{ path: "reason", message: "A reason of 1 to 2000 characters is required." }]
+        : []),
+    ];
+    if (problems.length > 0) {
+      const problem = problemOf(badRequest("the override is not complete", problems), "decision", {
+        value,
+        reason,
+      });
+      return casePage(request, reply, caseId, undefined, problem);
+    }
     const before = await getCase(ctx, session.tenantId, caseId);
     const after = await overrideDecision(ctx, caseId, {
       value: value as DecisionValue,
@@ -137,20 +168,31 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
       .split(",")
       .map((s) => s.trim())
       .filter(Boolean);
-    const expiresAt = deadline(form.text("expiresAt"));
-    const input = checkAgainst(
-      RaiseBody,
-      {
-        to: form.text("to"),
-        ...(cc.length > 0 ? { cc } : {}),
-        subject: form.text("subject"),
-        body: form.text("body"),
-        ...(expiresAt ? { expiresAt } : {}),
-      },
-      "request",
-    );
     const analyst = { kind: "analyst" as const, userId: session.userId };
-    const raised = await raiseRequest(ctx, session.tenantId, analyst, caseId, input);
+    let raised: Awaited<ReturnType<typeof raiseRequest>>;
+    try {
+      const expiresAt = deadline(form.text("expiresAt"));
+      const input = checkAgainst(
+        RaiseBody,
+        {
+          to: form.text("to"),
+          ...(cc.length > 0 ? { cc } : {}),
+          subject: form.text("subject"),
+          body: form.text("body"),
+          ...(expiresAt ? { expiresAt } : {}),
+        },
+        "request",
+      );
+      raised = await raiseRequest(ctx, session.tenantId, analyst, caseId, input);
+    } catch (error) {
+      const values = Object.fromEntries(
+        ["to", "cc", "subject", "body", "expiresAt"].map((f) => [f, form.text(f)]),
+      );
+      const problem = problemOf(error, "rfi", values, (path) =>
+        path.replace(/^request\./, "").replace(/[.[].*$/, ""),
+      );
+      return casePage(request, reply, caseId, undefined, problem);
+    }
     await audit(ctx, session, "rfi.raise", `case:${caseId}`, {
       after: { rfiId: raised.rfiId, to: raised.to, subject: raised.subject, expiresAt: raised.expiresAt },
     });

@@ -86,6 +86,8 @@ form.stack { display: grid; gap: .75rem; }
 .filters { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-end; margin-bottom: 1rem; }
 label.field { display: block; min-width: 0; font-size: .85rem; font-weight: 600; color: var(--ink); }
 label.field > input, label.field > select, label.field > textarea { display: block; margin-top: .3rem; font-weight: 400; }
+ol.attempts { margin: 0; padding-left: 0; list-style: none; }
+.field-error { display: block; margin-top: .25rem; font-size: .8rem; font-weight: 600; color: var(--red-ink); }
 .hint { font-size: .8rem; color: var(--muted); font-weight: 400; margin-left: .25rem; }
 input[type=text], input[type=email], input[type=password], input[type=url], input[type=number], input[type=datetime-local], select, textarea {
   font: inherit; color: inherit; padding: .45rem .6rem; border: 1px solid #b9c1cc; border-radius: var(--radius); background: #fff; width: 100%; min-height: 2.3rem;

@@ -2,8 +2,8 @@ import { DECISION_VALUES } from "../../case-model/index.js";
 import type { InformationRequestView } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";
-import { ActorName, Badge, Fields, label, Panel, Time } from "./components.js";
-import { Csrf, Layout, Notice, type PageContext } from "./layout.js";
+import { ActorName, Attempts, Badge, Fields, label, Panel, Time } from "./components.js";
+import { Csrf, FieldError, FormError, kept, Layout, Notice, type PageContext } from "./layout.js";
 
 export const CASE_NOTICES: Record<string, string> = {
   decision: "The decision was overridden.",
@@ -304,29 +304,41 @@ function RequestsPanel({ page, screen, canAct }: { page: PageContext; screen: Ca
         <RequestCard page={page} caseId={caseId} rfi={rfi} names={screen.names} canAct={canAct} />
       ))}
       {canAct ? (
-        <details>
+        <details open={page.problem?.form === "rfi"}>
           <summary>Request information</summary>
           <form method="post" action={`/console/cases/${caseId}/rfi`} class="stack">
             <Csrf page={page} />
+            <FormError page={page} form="rfi" />
             <label class="field">
               To <span class="hint">the customer's email address</span>
-              <input type="email" name="to" required />
+              <input type="email" name="to" required value={kept(page, "rfi", "to")} />
+              <FieldError page={page} form="rfi" field="to" />
             </label>
             <label class="field">
               Cc <span class="hint">optional, comma-separated</span>
-              <input type="text" name="cc" />
+              <input type="text" name="cc" value={kept(page, "rfi", "cc")} />
+              <FieldError page={page} form="rfi" field="cc" />
             </label>
             <label class="field">
               Subject
-              <input type="text" name="subject" required maxLength={1000} />
+              <input
+                type="text"
+                name="subject"
+                required
+                maxLength={1000}
+                value={kept(page, "rfi", "subject")}
+              />
+              <FieldError page={page} form="rfi" field="subject" />
             </label>
             <label class="field">
               Message
-              <textarea name="body" required />
+              <textarea name="body" required value={kept(page, "rfi", "body")} />
+              <FieldError page={page} form="rfi" field="body" />
             </label>
             <label class="field">
               Deadline (UTC) <span class="hint">optional</span>
-              <input type="datetime-local" name="expiresAt" />
+              <input type="datetime-local" name="expiresAt" value={kept(page, "rfi", "expiresAt")} />
+              <FieldError page={page} form="rfi" field="expiresAt" />
             </label>
             <button type="submit" class="primary">
               Send the request
@@ -346,17 +358,25 @@ function ActionsPanel({ page, screen }: { page: PageContext; screen: CaseScreen 
       {hasDecision ? (
         <form method="post" action={`/console/cases/${caseId}/decision`} class="stack">
           <Csrf page={page} />
+          <FormError page={page} form="decision" />
           <label class="field">
             New decision
             <select name="value" required>
+              <option value="" selected={kept(page, "decision", "value") === ""}>
+                Choose…
+              </option>
               {DECISION_VALUES.map((v) => (
-                <option value={v}>{label(v)}</option>
+                <option value={v} selected={kept(page, "decision", "value") === v}>
+                  {label(v)}
+                </option>
               ))}
             </select>
+            <FieldError page={page} form="decision" field="value" />
           </label>
           <label class="field">
             Reason <span class="hint">required; the partner sees it in the history</span>
-            <textarea name="reason" required maxLength={2000} />
+            <textarea name="reason" required maxLength={2000} value={kept(page, "decision", "reason")} />
+            <FieldError page={page} form="decision" field="reason" />
           </label>
           <button type="submit" class="primary">
             Override the decision
@@ -460,9 +480,7 @@ function DeliveriesPanel({ screen }: { screen: CaseScreen }) {
               <tr>
                 <th scope="col">Event</th>
                 <th scope="col">Status</th>
-                <th scope="col" class="num">
-                  Attempts
-                </th>
+                <th scope="col">Attempts (time, duration, answer)</th>
                 <th scope="col" class="hide-narrow">
                   Endpoint
                 </th>
@@ -475,9 +493,10 @@ function DeliveriesPanel({ screen }: { screen: CaseScreen }) {
                   <td class="mono">{d.eventType}</td>
                   <td>
                     <Badge value={d.status} />
-                    {d.lastError ? <div class="small muted">{d.lastError}</div> : null}
                   </td>
-                  <td class="num">{d.attemptCount}</td>
+                  <td>
+                    <Attempts attempts={d.attempts} />
+                  </td>
                   <td class="hide-narrow">{d.webhookKey}</td>
                   <td>
                     <Time iso={d.createdAt} />
