@@ -22,7 +22,13 @@ import {
 export async function overrideDecision(
   ctx: AppContext,
   caseId: string,
-  input: { value: DecisionValue; actor: string; reason?: string },
+  input: {
+    value: DecisionValue;
+    actor: string;
+    reason?: string;
+    /** How many decisions the case had when the analyst looked: another since then is a 409. */
+    basedOn?: number;
+  },
 ): Promise<CaseRecordView> {
   return ctx.db.transaction(async (tx) => {
     const row = await findCaseAnyTenant(tx, caseId, true);
@@ -30,6 +36,13 @@ export async function overrideDecision(
     if (isTerminal(row.status as CaseStatus)) throw new AppError("conflict", `the case is ${row.status}`);
     if (!row.decision)
       throw new AppError("conflict", "the case has no decision yet: the workflow is still running");
+    if (input.basedOn !== undefined && input.basedOn !== row.decision_history.length) {
+      const latest = row.decision;
+      throw new AppError(
+        "conflict",
+        `The decision changed while you were looking: it is now ${latest.value.replaceAll("_", " ")} (by ${latest.actor} at ${latest.decidedAt}). Your override was not recorded; reload the case and decide again.`,
+      );
+    }
     const now = new Date();
     const entry: DecisionEntry = {
       value: input.value,

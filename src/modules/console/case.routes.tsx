@@ -3,7 +3,7 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, badRequest } from "../../platform/errors.js";
 import { DECISION_VALUES, type DecisionValue } from "../case-model/index.js";
-import { closeCase, getCase, overrideDecision } from "../cases/index.js";
+import { addComment, assignCases, closeCase, findCase, getCase, overrideDecision } from "../cases/index.js";
 import {
   answerRequest,
   cancelRequest,
@@ -14,8 +14,9 @@ import {
   remindRequest,
 } from "../rfi/index.js";
 import { applyTag, removeTag } from "../tags/index.js";
+import { workerOf } from "./all-cases.routes.js";
 import { audit } from "./audit.js";
-import { caseScreen } from "./case.service.js";
+import { actorNames, caseScreen } from "./case.service.js";
 import { pageOf, problemOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
 import { checkAgainst } from "./validate.js";
@@ -47,10 +48,19 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     caseId: string,
     notice?: string,
     problem?: FormProblem,
+    status = problem ? 400 : 200,
   ) => {
     const screen = await caseScreen(ctx, sessionOf(request).tenantId, caseId);
     const page = { ...pageOf(request, reply), path: `/console/cases/${caseId}`, problem };
-    return sendPage(reply, <CasePageView page={page} screen={screen} notice={notice} />, problem ? 400 : 200);
+    return sendPage(reply, <CasePageView page={page} screen={screen} notice={notice} />, status);
+  };
+
+  /** Analysts act on their own cases and those nobody owns; admins on any (409 otherwise). */
+  const requireMine = async (session: ReturnType<typeof sessionOf>, caseId: string) => {
+    const row = await findCase(ctx.db.root, session.tenantId, caseId);
+    if (!row) throw new AppError("not_found", "case not found");
+    if (row.assignee_id !== null && row.assignee_id !== session.userId && session.role !== "admin")
+      throw new AppError("conflict", "Another analyst owns this case: only they, or an admin, decide on it.");
   };
 
   scope.get<CaseParams & { Querystring: { done?: string } }>(
@@ -111,11 +121,30 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
       return casePage(request, reply, caseId, undefined, problem);
     }
     const before = await getCase(ctx, session.tenantId, caseId);
-    const after = await overrideDecision(ctx, caseId, {
-      value: value as DecisionValue,
-      actor: session.userId,
-      reason,
-    });
+    await requireMine(session, caseId);
+    const basedOn = /^\d{1,6}$/.test(form.text("basedOn")) ? Number(form.text("basedOn")) : undefined;
+    let after: Awaited<ReturnType<typeof overrideDecision>>;
+    try {
+      after = await overrideDecision(ctx, caseId, {
+        value: value as DecisionValue,
+        actor: session.userId,
+        reason,
+        basedOn,
+      });
+    } catch (error) {
+      if (!(error instanceof AppError) || error.status !== 409 || basedOn === undefined) throw error;
+      // Someone decided first: the page shows their decision, and this one is not recorded.
+      const [now, names] = await Promise.all([
+        getCase(ctx, session.tenantId, caseId),
+        actorNames(ctx, session.tenantId),
+      ]);
+      const latest = (now.result as { decision: { value: string; actor: string } | null }).decision;
+      const message = latest
+        ? `${names.get(latest.actor) ?? latest.actor} decided first: the decision is now ${latest.value.replaceAll("_", " ")}. Your override was not recorded; read the case again and decide.`
+        : error.message;
+      const problem = { form: "decision", message, fields: {}, values: { value, reason } };
+      return casePage(request, reply, caseId, undefined, problem, 409);
+    }
     await audit(ctx, session, "case.override", `case:${caseId}`, {
       before: { status: before.status, decision: before.result.decision },
       after: { status: after.status, decision: after.result.decision },
@@ -127,12 +156,35 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const session = sessionOf(request);
     const { caseId } = request.params;
     const before = await getCase(ctx, session.tenantId, caseId);
+    await requireMine(session, caseId);
     const after = await closeCase(ctx, caseId, { actor: session.userId });
     await audit(ctx, session, "case.close", `case:${caseId}`, {
       before: { status: before.status },
       after: { status: after.status },
     });
     return seeOther(reply, done(caseId, "closed", "review"));
+  });
+
+  scope.post<CaseParams>("/cases/:caseId/assign", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId } = request.params;
+    const assignee = formOf(request).text("assignee");
+    await getCase(ctx, session.tenantId, caseId);
+    await assignCases(ctx, workerOf(session), [caseId], assignee || null);
+    return seeOther(reply, done(caseId, "assigned", "owner"));
+  });
+
+  scope.post<CaseParams>("/cases/:caseId/comments", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId } = request.params;
+    const body = formOf(request).text("body");
+    await getCase(ctx, session.tenantId, caseId);
+    try {
+      await addComment(ctx, workerOf(session), caseId, body);
+    } catch (error) {
+      return casePage(request, reply, caseId, undefined, problemOf(error, "comment", { body }));
+    }
+    return seeOther(reply, done(caseId, "commented", "comments"));
   });
 
   scope.post<CaseParams>("/cases/:caseId/tags", { config: review }, async (request, reply) => {

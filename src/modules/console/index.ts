@@ -1,10 +1,12 @@
 import type { FeatureModule } from "../../platform/app-types.js";
+import { allCasesRoutes } from "./all-cases.routes.js";
 import { FAVICON } from "./assets.js";
 import { auditRoutes } from "./audit.routes.js";
 import { authRoutes } from "./auth.routes.js";
 import { caseRoutes } from "./case.routes.js";
 import { consoleScope } from "./console.plugin.js";
 import { queueRoutes } from "./queue.routes.js";
+import { reviewSettingsRoutes } from "./review-settings.routes.js";
 import { settingsRoutes } from "./settings.routes.js";
 
 /** The console at /console: the screens of a tenant's analysts and admins (contract section 6). */
@@ -19,9 +21,11 @@ export const consoleModule: FeatureModule = {
     return consoleScope(app, ctx, (scope) => {
       authRoutes(scope, ctx);
       queueRoutes(scope, ctx);
+      allCasesRoutes(scope, ctx);
       caseRoutes(scope, ctx);
       auditRoutes(scope, ctx);
       settingsRoutes(scope, ctx);
+      reviewSettingsRoutes(scope, ctx);
       for (const section of ctx.console.sections) section.routes?.(scope, ctx);
     });
   },

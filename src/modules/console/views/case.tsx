@@ -2,6 +2,7 @@ import { DECISION_VALUES } from "../../case-model/index.js";
 import type { InformationRequestView } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";
+import { CommentsPanel, OwnerPanel } from "./case-work.js";
 import { ActorName, Attempts, Badge, Fields, label, Panel, Time } from "./components.js";
 import { Csrf, FieldError, FormError, kept, Layout, Notice, type PageContext } from "./layout.js";
 
@@ -14,6 +15,8 @@ export const CASE_NOTICES: Record<string, string> = {
   reminded: "A reminder was sent.",
   cancelled: "The information request was cancelled.",
   answered: "The answer was recorded.",
+  commented: "The comment was added.",
+  assigned: "The owner was changed.",
 };
 
 type Names = ReadonlyMap<string, string>;
@@ -350,6 +353,11 @@ function RequestsPanel({ page, screen, canAct }: { page: PageContext; screen: Ca
   );
 }
 
+/** How many decisions the case had when the page was drawn: an override made on it names this. */
+function decisionCount(screen: CaseScreen): number {
+  return (screen.record.result as { decisionHistory: unknown[] }).decisionHistory.length;
+}
+
 function ActionsPanel({ page, screen }: { page: PageContext; screen: CaseScreen }) {
   const caseId = screen.record.caseId;
   const hasDecision = (screen.record.result as { decision: unknown }).decision !== null;
@@ -358,6 +366,7 @@ function ActionsPanel({ page, screen }: { page: PageContext; screen: CaseScreen 
       {hasDecision ? (
         <form method="post" action={`/console/cases/${caseId}/decision`} class="stack">
           <Csrf page={page} />
+          <input type="hidden" name="basedOn" value={String(decisionCount(screen))} />
           <FormError page={page} form="decision" />
           <label class="field">
             New decision
@@ -523,7 +532,13 @@ export function CasePageView({
   const r = screen.record;
   const session = page.session;
   const terminal = r.status === "closed" || r.status === "failed";
-  const canAct = Boolean(session && can(session.role, "cases:review")) && !terminal && !r.dryRun;
+  const reviewer = Boolean(session && can(session.role, "cases:review"));
+  const canAct = reviewer && !terminal && !r.dryRun;
+  // Analysts work their own cases (and those nobody owns); admins act on any.
+  const ownedElsewhere =
+    screen.work.assigneeId !== null &&
+    screen.work.assigneeId !== session?.userId &&
+    session?.role !== "admin";
   const decision = (r.result as { decision: { value: string } | null }).decision;
   return (
     <Layout page={page} title={caseTitle(screen)}>
@@ -545,6 +560,7 @@ export function CasePageView({
       <div class="grid grid-case">
         <div>
           <DecisionPanel screen={screen} names={screen.names} />
+          <CommentsPanel page={page} screen={screen} canComment={reviewer} />
           <TracePanel trace={screen.trace} />
           <RequestsPanel page={page} screen={screen} canAct={canAct} />
           <Panel title="Subject" id="subject">
@@ -559,7 +575,13 @@ export function CasePageView({
           <DeliveriesPanel screen={screen} />
         </div>
         <div>
-          {canAct ? <ActionsPanel page={page} screen={screen} /> : null}
+          <OwnerPanel page={page} screen={screen} canAct={canAct} />
+          {canAct && !ownedElsewhere ? <ActionsPanel page={page} screen={screen} /> : null}
+          {canAct && ownedElsewhere ? (
+            <Panel title="Review" id="review">
+              <p class="muted">Another analyst owns this case: only they, or an admin, decide on it.</p>
+            </Panel>
+          ) : null}
           <TagsPanel page={page} screen={screen} canAct={canAct} />
           <PendingPanel screen={screen} />
           {screen.featurePanels}

@@ -98,6 +98,12 @@ export function Layout({
                 <NavLink page={page} href="/console/queue">
                   Review queue
                 </NavLink>
+                <NavLink page={page} href="/console/cases">
+                  All cases
+                </NavLink>
+                <NavLink page={page} href="/console/mine">
+                  Mine
+                </NavLink>
                 <NavLink page={page} href="/console/audit">
                   Audit log
                 </NavLink>
