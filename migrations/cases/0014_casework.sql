@@ -18,6 +18,10 @@ CREATE INDEX cases_tenant_assignee ON cases (tenant_id, assignee_id, created_at 
 CREATE INDEX cases_display_name_words ON cases
   USING gin (to_tsvector('simple', coalesce(subject ->> 'displayName', '')));
 
+-- The amount range of "All cases": a transaction's amount, when it is a number.
+CREATE INDEX cases_tenant_amount ON cases (tenant_id, (CASE WHEN json_typeof(subject -> 'transaction' -> 'amount') = 'number'
+  THEN (subject -> 'transaction' ->> 'amount')::numeric END)) WHERE type = 'Transaction';
+
 -- Internal notes between analysts: never part of the case record the partner reads.
 CREATE TABLE case_comments (
   id          uuid PRIMARY KEY,

@@ -29,7 +29,7 @@ export interface CaseFilters {
   among?: CaseIds[];
   /** The search: one of these alone per query (the service runs one query per kind and merges). */
   caseId?: string;
-  /** Words, each matched as a word prefix of the display name: `grace hop`. */
+  /** Words of the display name, the last one matched as a prefix: `grace hop`. */
   nameWords?: string[];
   customerId?: string;
 }
@@ -54,9 +54,13 @@ export interface CaseKeyset {
   id: string;
 }
 
-/** A tsquery of words, each a prefix (`grace:* & hop:*`); the words hold only letters and digits. */
-function prefixQuery(words: readonly string[]): string {
-  return words.map((w) => `${w}:*`).join(" & ");
+/**
+ * A tsquery of whole words and the last one as a prefix (`grace & hop:*`, as one types); the
+ * words hold only letters and digits. Whole words let the index skip through a common word's
+ * long list with a rare one's short list; a prefix is read whole, so only the last is one.
+ */
+function wordsQuery(words: readonly string[]): string {
+  return words.map((w, i) => (i === words.length - 1 ? `${w}:*` : w)).join(" & ");
 }
 
 function applyFilters(
@@ -72,12 +76,14 @@ function applyFilters(
   else if (f.assignee) q = q.where("assignee_id", "=", f.assignee);
   if (f.createdFrom) q = q.where("created_at", ">=", f.createdFrom);
   if (f.createdTo) q = q.where("created_at", "<", f.createdTo);
+  // Only transactions have an amount; the type lets the index `cases_tenant_amount` serve it.
+  if (f.amountMin !== undefined || f.amountMax !== undefined) q = q.where("type", "=", "Transaction");
   if (f.amountMin !== undefined) q = q.where(AMOUNT, ">=", String(f.amountMin));
   if (f.amountMax !== undefined) q = q.where(AMOUNT, "<=", String(f.amountMax));
   for (const ids of f.among ?? []) q = q.where("id", "in", ids);
   if (f.caseId) q = q.where("id", "=", f.caseId);
   if (f.nameWords && f.nameWords.length > 0)
-    q = q.where(sql<boolean>`${NAME_WORDS} @@ to_tsquery('simple', ${prefixQuery(f.nameWords)})`);
+    q = q.where(sql<boolean>`${NAME_WORDS} @@ to_tsquery('simple', ${wordsQuery(f.nameWords)})`);
   if (f.customerId) q = q.where("external_customer_id", "=", f.customerId);
   return q;
 }

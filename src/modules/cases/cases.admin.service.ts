@@ -1,6 +1,7 @@
 import type { AppContext } from "../../platform/context.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { type CaseStatus, type DecisionEntry, type DecisionValue, isTerminal } from "../case-model/index.js";
+import { insertAudit } from "../users/index.js";
 import { emitEvent } from "../webhooks/index.js";
 import { decisionEvent } from "./case-events.js";
 import { findCaseAnyTenant, listCasesForOperator, updateCase } from "./cases.repo.js";
@@ -52,10 +53,20 @@ export async function overrideDecision(
       ...(input.reason ? { reason: input.reason } : {}),
     };
     const history = [...row.decision_history, entry];
+    const status = input.value === "in_review" ? "in_review" : "decided";
     await updateCase(tx, row.tenant_id, row.id, {
-      status: input.value === "in_review" ? "in_review" : "decided",
+      status,
       decision: JSON.stringify(entry),
       decision_history: JSON.stringify(history),
+    });
+    // Whatever the door (console, operator API, CLI), the audit row commits with the override.
+    await insertAudit(tx, {
+      tenantId: row.tenant_id,
+      actor: entry.actor,
+      action: "case.override",
+      target: `case:${row.id}`,
+      before: { status: row.status, decision: row.decision },
+      after: { status, decision: entry },
     });
     const result = { decision: entry, decisionHistory: history, workflow_result: row.workflow_result };
     await emitEvent(tx, decisionEvent("case.decision_overridden", row, result, now));
@@ -81,6 +92,14 @@ export async function closeCase(
       current_node_id: null,
       closed_at: new Date(),
       closed_by: `analyst:${input.actor}`,
+    });
+    await insertAudit(tx, {
+      tenantId: row.tenant_id,
+      actor: `analyst:${input.actor}`,
+      action: "case.close",
+      target: `case:${row.id}`,
+      before: { status: row.status },
+      after: { status: "closed" },
     });
     const updated = await findCaseAnyTenant(tx, caseId);
     return caseRecord(ctx.cases.parts, tx, updated ?? row);

@@ -13,7 +13,6 @@ import {
 import { applyTag } from "../tags/index.js";
 import { type ConsoleSession, can } from "../users/index.js";
 import { type AllCasesQuery, allCases } from "./all-cases.service.js";
-import { audit } from "./audit.js";
 import { pageOf, problemOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
 import { ALL_CASES_NOTICES, AllCasesView } from "./views/all-cases.js";
@@ -129,27 +128,16 @@ export function allCasesRoutes(scope: App, ctx: AppContext): void {
       case "tag": {
         const tag = form.text("tag");
         if (!tag) throw badRequest("Choose the tag to add.");
-        for (const caseId of caseIds) {
-          const result = await applyTag(
-            ctx,
-            session.tenantId,
-            { kind: "analyst", userId: session.userId },
-            caseId,
-            tag,
-          );
-          if (result.created) await audit(ctx, session, "case.tag_add", `case:${caseId}`, { after: { tag } });
-        }
+        // Each case's tag and its audit row commit together (tags writes both).
+        for (const caseId of caseIds)
+          await applyTag(ctx, session.tenantId, { kind: "analyst", userId: session.userId }, caseId, tag);
         return seeOther(reply, withDone("tagged"));
       }
       case "close":
         for (const caseId of caseIds) {
           const before = await getCase(ctx, session.tenantId, caseId);
           if (before.status === "closed") continue;
-          const after = await closeCase(ctx, caseId, { actor: session.userId });
-          await audit(ctx, session, "case.close", `case:${caseId}`, {
-            before: { status: before.status },
-            after: { status: after.status },
-          });
+          await closeCase(ctx, caseId, { actor: session.userId });
         }
         return seeOther(reply, withDone("closed"));
       default:

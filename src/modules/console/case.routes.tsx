@@ -120,12 +120,11 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
       });
       return casePage(request, reply, caseId, undefined, problem);
     }
-    const before = await getCase(ctx, session.tenantId, caseId);
+    await getCase(ctx, session.tenantId, caseId);
     await requireMine(session, caseId);
     const basedOn = /^\d{1,6}$/.test(form.text("basedOn")) ? Number(form.text("basedOn")) : undefined;
-    let after: Awaited<ReturnType<typeof overrideDecision>>;
     try {
-      after = await overrideDecision(ctx, caseId, {
+      await overrideDecision(ctx, caseId, {
         value: value as DecisionValue,
         actor: session.userId,
         reason,
@@ -145,23 +144,15 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
       const problem = { form: "decision", message, fields: {}, values: { value, reason } };
       return casePage(request, reply, caseId, undefined, problem, 409);
     }
-    await audit(ctx, session, "case.override", `case:${caseId}`, {
-      before: { status: before.status, decision: before.result.decision },
-      after: { status: after.status, decision: after.result.decision },
-    });
     return seeOther(reply, done(caseId, "decision", "decision"));
   });
 
   scope.post<CaseParams>("/cases/:caseId/close", { config: review }, async (request, reply) => {
     const session = sessionOf(request);
     const { caseId } = request.params;
-    const before = await getCase(ctx, session.tenantId, caseId);
+    await getCase(ctx, session.tenantId, caseId);
     await requireMine(session, caseId);
-    const after = await closeCase(ctx, caseId, { actor: session.userId });
-    await audit(ctx, session, "case.close", `case:${caseId}`, {
-      before: { status: before.status },
-      after: { status: after.status },
-    });
+    await closeCase(ctx, caseId, { actor: session.userId });
     return seeOther(reply, done(caseId, "closed", "review"));
   });
 
@@ -191,14 +182,7 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const session = sessionOf(request);
     const { caseId } = request.params;
     const tag = formOf(request).text("tag");
-    const result = await applyTag(
-      ctx,
-      session.tenantId,
-      { kind: "analyst", userId: session.userId },
-      caseId,
-      tag,
-    );
-    if (result.created) await audit(ctx, session, "case.tag_add", `case:${caseId}`, { after: { tag } });
+    await applyTag(ctx, session.tenantId, { kind: "analyst", userId: session.userId }, caseId, tag);
     return seeOther(reply, done(caseId, "tagged", "tags"));
   });
 
@@ -206,8 +190,7 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const session = sessionOf(request);
     const { caseId } = request.params;
     const tag = formOf(request).text("tag");
-    await removeTag(ctx, session.tenantId, caseId, tag);
-    await audit(ctx, session, "case.tag_remove", `case:${caseId}`, { before: { tag } });
+    await removeTag(ctx, session.tenantId, caseId, tag, { kind: "analyst", userId: session.userId });
     return seeOther(reply, done(caseId, "untagged", "tags"));
   });
 
@@ -221,7 +204,6 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
       .map((s) => s.trim())
       .filter(Boolean);
     const analyst = { kind: "analyst" as const, userId: session.userId };
-    let raised: Awaited<ReturnType<typeof raiseRequest>>;
     try {
       const expiresAt = deadline(form.text("expiresAt"));
       const input = checkAgainst(
@@ -235,7 +217,7 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
         },
         "request",
       );
-      raised = await raiseRequest(ctx, session.tenantId, analyst, caseId, input);
+      await raiseRequest(ctx, session.tenantId, analyst, caseId, input);
     } catch (error) {
       const values = Object.fromEntries(
         ["to", "cc", "subject", "body", "expiresAt"].map((f) => [f, form.text(f)]),
@@ -245,9 +227,6 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
       );
       return casePage(request, reply, caseId, undefined, problem);
     }
-    await audit(ctx, session, "rfi.raise", `case:${caseId}`, {
-      after: { rfiId: raised.rfiId, to: raised.to, subject: raised.subject, expiresAt: raised.expiresAt },
-    });
     return seeOther(reply, done(caseId, "raised", "rfi"));
   });
 
