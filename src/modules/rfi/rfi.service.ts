@@ -4,6 +4,7 @@ import type { Executor, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { isCaseStatus, isTerminal } from "../case-model/index.js";
 import { type CaseFacts, findCaseFacts, findCaseTenant } from "../cases/index.js";
+import { insertAudit } from "../users/index.js";
 import { webhookKeyExists } from "../webhooks/index.js";
 import { emitRequested } from "./rfi.events.js";
 import { resumeClosedRequest, scheduleExpiry } from "./rfi.jobs.js";
@@ -133,7 +134,7 @@ export async function raiseRequest(
     if (input.webhookKey !== undefined && !(await webhookKeyExists(tx, tenantId, input.webhookKey))) {
       throw invalid("webhookKey names no webhook configuration of this tenant");
     }
-    return storeRequest(
+    const stored = await storeRequest(
       tx,
       {
         id: uuid(),
@@ -148,6 +149,20 @@ export async function raiseRequest(
       },
       found.type,
     );
+    // Whatever the door (the partner's key, the console), the audit row commits with the request.
+    await insertAudit(tx, {
+      tenantId,
+      actor: actorLabel(actor),
+      action: "rfi.raise",
+      target: `case:${caseId}`,
+      after: {
+        rfiId: stored.id,
+        to: input.to,
+        subject: input.subject,
+        expiresAt: expiresAt?.toISOString() ?? null,
+      },
+    });
+    return stored;
   });
   return toRequestView(row, []);
 }
