@@ -97,7 +97,7 @@ export function sessionCookieOptions(ctx: AppContext) {
 }
 
 function securityHeaders(ctx: AppContext, reply: FastifyReply): void {
-  const uploads = new URL(ctx.config.publicUrl).origin;
+  const uploads = ctx.blobs.uploadOrigin;
   reply.headers({
     "content-security-policy": [
       "default-src 'self'",
