@@ -59,6 +59,7 @@ async function seed(db: Db, url: string): Promise<{ expected: Map<number, string
           caseId,
           type: "node.notification",
           webhookKey: null,
+          dryRun: false,
           payload: {
             event_type: "node.notification",
             tenantId,

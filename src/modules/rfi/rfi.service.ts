@@ -100,9 +100,13 @@ function parseDeadline(raw: string | undefined, now: Date): Date | null {
 }
 
 /** Stores a pending request, raises `case.rfi_requested` and schedules the expiry. */
-export async function storeRequest(tx: Tx, request: NewRequest, caseType: string): Promise<RfiRow> {
+export async function storeRequest(
+  tx: Tx,
+  request: NewRequest,
+  kase: { type: string; dryRun: boolean },
+): Promise<RfiRow> {
   const row = await insertRequest(tx, request);
-  await emitRequested(tx, row, caseType);
+  await emitRequested(tx, row, kase);
   await scheduleExpiry(tx, row);
   return row;
 }
@@ -140,7 +144,7 @@ export async function raiseRequest(
         awaitsResponse: false,
         expiresAt,
       },
-      found.type,
+      { type: found.type, dryRun: found.dry_run },
     );
   });
   return toRequestView(row, []);
@@ -191,7 +195,7 @@ export async function remindRequest(
     checkCaseOpen(found);
     checkPending(current);
     const reminded = await recordReminder(tx, tenantId, rfiId);
-    await emitRequested(tx, reminded, found.type);
+    await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
     return reminded;
   });
   return toRequestView(row, []);
