@@ -110,18 +110,20 @@ export class DeliveryWorker implements BackgroundWorker {
   async #run(): Promise<void> {
     while (!this.#stopped) {
       const free = this.#concurrency - this.#running.size;
-      let claimed = 0;
       if (free > 0) {
         this.#woken = false;
+        let claimed = 0;
         try {
           claimed = await this.#claim(Math.min(free, CLAIM_BATCH));
         } catch (err) {
           this.#ctx.log.error({ err }, "claiming webhook deliveries failed");
         }
-        // A full batch: more are likely due.
-        if (claimed === Math.min(free, CLAIM_BATCH) && claimed > 0) continue;
+        // A full batch: more are likely due. Woken meanwhile: something new is.
+        if ((claimed === Math.min(free, CLAIM_BATCH) && claimed > 0) || this.#woken) continue;
       }
-      if (this.#stopped || this.#woken) continue;
+      // With every slot busy, only a slot freeing (or stop) wakes the loop to claim again.
+      this.#woken = false;
+      if (this.#stopped) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, this.#pollMs);
         this.#wake = () => {
