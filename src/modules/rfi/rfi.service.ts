@@ -112,9 +112,13 @@ function parseDeadline(raw: string | undefined, now: Date): Date | null {
 }
 
 /** Stores a pending request, raises `case.rfi_requested` and schedules the expiry. */
-export async function storeRequest(tx: Tx, request: NewRequest, caseType: string): Promise<RfiRow> {
+export async function storeRequest(
+  tx: Tx,
+  request: NewRequest,
+  kase: { type: string; dryRun: boolean },
+): Promise<RfiRow> {
   const row = await insertRequest(tx, request);
-  await emitRequested(tx, row, caseType);
+  await emitRequested(tx, row, kase);
   await scheduleExpiry(tx, row);
   return row;
 }
@@ -147,7 +151,7 @@ export async function raiseRequest(
         awaitsResponse: false,
         expiresAt,
       },
-      found.type,
+      { type: found.type, dryRun: found.dry_run },
     );
     // Whatever the door (the partner's key, the console), the audit row commits with the request.
     await insertAudit(tx, {
@@ -212,7 +216,7 @@ export async function remindRequest(
     checkCaseOpen(found);
     checkPending(current);
     const reminded = await recordReminder(tx, tenantId, rfiId);
-    await emitRequested(tx, reminded, found.type);
+    await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
     return reminded;
   });
   return toRequestView(row, []);
