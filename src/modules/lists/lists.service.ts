@@ -278,7 +278,7 @@ export async function removeList(
   if (readers && readers.length > 0) {
     throw new AppError(
       "list_in_use",
-      `list ${listId} is read by published workflow versions: ${readers.join(", ")}; publish versions that do not read it first`,
+      `list ${listId} is read by published workflow versions (any of which may be made current again): ${readers.join(", ")}`,
       { details: readers.map((v) => ({ path: "", message: `read by ${v}` })) },
     );
   }
