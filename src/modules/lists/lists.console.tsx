@@ -1,5 +1,6 @@
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { badRequest } from "../../platform/errors.js";
 import {
   ACTIONS,
   type ConsoleSection,
@@ -18,7 +19,7 @@ import {
   Time,
 } from "../console/index.js";
 import type { Permission } from "../users/index.js";
-import { VALUES_BODY_LIMIT, ValuesBody } from "./lists.routes.js";
+import { VALUES_BODY_LIMIT } from "./lists.routes.js";
 import {
   changeListValues,
   getList,
@@ -311,17 +312,21 @@ function listsRoutes(scope: App, ctx: AppContext): void {
     return reply.redirect(`${pathOf(listId)}?done=values-changed`, 303);
   });
 
-  // One part of an uploaded file, sent by the page's script as JSON: {add} or {remove}.
-  scope.post<ListParams & { Body: { add?: string[]; remove?: string[] } }>(
+  // One part of an uploaded file, sent by the page's script as JSON: {add} or {remove}. (No
+  // schema: the console answers its errors as {error}, not as the API's error body.)
+  scope.post<ListParams>(
     "/settings/lists/:listId/upload",
-    {
-      config: { console: { ...config.console, json: true } },
-      bodyLimit: VALUES_BODY_LIMIT,
-      schema: { body: ValuesBody },
-    },
+    { config: { console: { ...config.console, json: true } }, bodyLimit: VALUES_BODY_LIMIT },
     async (request) => {
       const session = sessionOf(request);
-      return changeListValues(ctx, session.tenantId, request.params.listId, request.body, session.actor);
+      const body = request.body as Record<string, unknown> | null;
+      const strings = (v: unknown): v is string[] | undefined =>
+        v === undefined || (Array.isArray(v) && v.every((s) => typeof s === "string"));
+      if (typeof body !== "object" || body === null || !strings(body.add) || !strings(body.remove)) {
+        throw badRequest("send {add: [values]} or {remove: [values]}");
+      }
+      const change = { add: body.add ?? [], remove: body.remove ?? [] };
+      return changeListValues(ctx, session.tenantId, request.params.listId, change, session.actor);
     },
   );
 

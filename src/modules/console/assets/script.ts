@@ -116,7 +116,7 @@ export const SCRIPT = `
       var size = Number(form.getAttribute("data-lines-chunk")) || 10000;
       var say = function (text) { if (status) status.textContent = text; };
       input.files[0].text().then(function (text) {
-        var values = text.split(/\r?\n/).filter(function (line) { return line.trim() !== ""; });
+        var values = text.split(/\\r?\\n/).filter(function (line) { return line.trim() !== ""; });
         if (values.length === 0) throw new Error("The file holds no values.");
         var parts = [];
         for (var at = 0; at < values.length; at += size) parts.push(values.slice(at, at + size));

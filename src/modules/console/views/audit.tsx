@@ -23,6 +23,10 @@ const ACTIONS: Record<string, string> = {
   "user.role": "Changed a user's role",
   "user.setup_link": "Issued a new setup link",
   "user.password_set": "Set their password",
+  "list.create": "Created a list",
+  "list.set": "Changed a list",
+  "list.values": "Changed a list's values",
+  "list.delete": "Deleted a list",
 };
 
 function Target({ target, names }: { target: string; names: ReadonlyMap<string, string> }) {
