@@ -191,10 +191,16 @@ async function runS3(ctx: BenchContext): Promise<{ rows: ResultRow[]; notes: str
         }
         const signed: number[] = [];
         const plain: number[] = [];
-        // Alternated upload by upload, so that drift on a noisy machine hits both alike.
+        // Alternated upload by upload, each going first in turn, so that drift on a noisy machine
+        // hits both alike.
         for (let i = 0; i < size.perRound; i++) {
-          signed.push(await timedPut(uploads[i] as Upload, body));
-          plain.push(await timedPut(bareUploads[i] as Upload, body));
+          if (i % 2 === 0) {
+            signed.push(await timedPut(uploads[i] as Upload, body));
+            plain.push(await timedPut(bareUploads[i] as Upload, body));
+          } else {
+            plain.push(await timedPut(bareUploads[i] as Upload, body));
+            signed.push(await timedPut(uploads[i] as Upload, body));
+          }
         }
         const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
         if (round > 0) {
