@@ -1,4 +1,5 @@
 import type { Config } from "../../config.js";
+import { secretBoxOf } from "../secret-box.js";
 import type { BlobStore } from "./blob-store.js";
 import { DiskBlobStore } from "./disk-store.js";
 
@@ -6,5 +7,5 @@ export type { BlobInfo, BlobStore, PutTarget, UploadHeaders, UploadReceiver } fr
 
 /** The configured store for uploaded documents. */
 export function createBlobStore(config: Config): BlobStore {
-  return new DiskBlobStore(config.dataDir, config.publicUrl);
+  return new DiskBlobStore(config.dataDir, config.publicUrl, () => secretBoxOf(config));
 }
