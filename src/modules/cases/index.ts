@@ -49,6 +49,8 @@ export {
   caseExists,
   /** The update of a batch of cases' states, as one part of a larger statement */
   caseStatesUpdate,
+  /** The ids of the tenant's cases whose current decision is this one (a subquery). */
+  casesDecided,
   /** Claims up to `limit` cases waiting to start, oldest first, for the rest of the transaction */
   claimReceivedCases,
   /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */

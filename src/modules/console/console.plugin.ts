@@ -5,7 +5,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import type { VNode } from "preact";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
-import { AppError } from "../../platform/errors.js";
+import { AppError, codeForStatus } from "../../platform/errors.js";
 import { type ConsoleSession, can, type Permission, SESSION_HOURS, sessionFor } from "../users/index.js";
 import type { ConsoleLink } from "./console.seam.js";
 import { ErrorPage, type FormProblem, type PageContext, renderPage } from "./views/layout.js";
@@ -97,7 +97,7 @@ export function sessionCookieOptions(ctx: AppContext) {
 }
 
 function securityHeaders(ctx: AppContext, reply: FastifyReply): void {
-  const uploads = new URL(ctx.config.publicUrl).origin;
+  const uploads = ctx.blobs.uploadOrigin;
   reply.headers({
     "content-security-policy": [
       "default-src 'self'",
@@ -197,7 +197,9 @@ export async function consoleScope(app: App, ctx: AppContext, routes: (scope: Ap
         if (status >= 500) request.log.error({ err: error }, "console request failed");
         if (error instanceof AppError && error.headers) reply.headers(error.headers);
         if (request.routeOptions.config?.console?.json) {
-          return reply.status(status).send({ error: message });
+          // The app's error schema (every JSON error carries its code) serialises this answer too.
+          const code = error instanceof AppError ? error.code : codeForStatus(status);
+          return reply.status(status).send({ error: message, code });
         }
         return sendPage(
           reply,

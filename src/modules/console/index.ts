@@ -51,6 +51,16 @@ export {
   consoleSeamOf,
 } from "./console.seam.js";
 export {
+  /** A posted form's values (`text` trimmed, `raw` as sent, `list` for repeated names). */
+  formOf,
+} from "./form.js";
+export {
+  /** A form post of a settings page: acts for the signed-in user, then sends the browser back. */
+  settingsAction,
+} from "./settings.routes.js";
+export {
+  /** The last column of a table, whose cells hold a row's buttons. */
+  ACTIONS,
   /** A table of rows, or a line saying there are none. */
   DataTable,
   /** A titled section of a page. */
@@ -68,5 +78,13 @@ export {
   /** What every page knows: who is signed in, the form token, where it is, the links. */
   type PageContext,
 } from "./views/layout.js";
-/** A settings page's frame: the Settings heading, its tabs (the features' too), a notice. */
-export { SettingsLayout } from "./views/settings/layout.js";
+export {
+  /** The red Delete button of a row, which asks for confirmation first. */
+  DeleteButton,
+  /** A panel holding one form that posts to its action, with the CSRF token. */
+  FormPanel,
+  /** A one-button form that posts to its action (with the CSRF token and hidden fields). */
+  PostButton,
+  /** A settings page's frame: the Settings heading, its tabs (the features' too), a notice. */
+  SettingsLayout,
+} from "./views/settings/layout.js";

@@ -60,7 +60,7 @@ function settingsPage(
 }
 
 /** A form post of a settings page: acts for the signed-in user, then sends the browser to `back`. */
-function settingsAction<P extends Record<string, string>>(
+export function settingsAction<P extends Record<string, string>>(
   scope: App,
   path: string,
   config: Config,

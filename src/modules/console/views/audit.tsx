@@ -79,6 +79,10 @@ export const AUDIT_ACTIONS: Record<string, string> = {
   "case_filter.save": "Saved a filter",
   "case_filter.delete": "Deleted a saved filter",
   "review_sla.set": "Changed the review deadlines",
+  "list.create": "Created a list",
+  "list.set": "Changed a list",
+  "list.values": "Changed a list's values",
+  "list.delete": "Deleted a list",
 };
 
 function Target({ target, names }: { target: string; names: ReadonlyMap<string, string> }) {

@@ -3,7 +3,7 @@ import type { InformationRequestView } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";
 import { CommentsPanel, OwnerPanel } from "./case-work.js";
-import { ActorName, Attempts, Badge, Fields, label, Panel, Time } from "./components.js";
+import { ActorName, Attempts, Badge, Field, Fields, label, Panel, SubmitButton, Time } from "./components.js";
 import { Csrf, FieldError, FormError, kept, Layout, Notice, type PageContext } from "./layout.js";
 
 export const CASE_NOTICES: Record<string, string> = {
@@ -252,19 +252,17 @@ function RequestCard({
             <Csrf page={page} />
             <div data-field-rows>
               <div class="answer-row">
-                <label class="field">
-                  Field name
+                <Field label="Field name">
                   <input
                     type="text"
                     name="fieldKey"
                     pattern="[A-Za-z_][A-Za-z0-9_]*"
                     placeholder="source_of_funds"
                   />
-                </label>
-                <label class="field">
-                  Value
+                </Field>
+                <Field label="Value">
                   <input type="text" name="fieldValue" />
-                </label>
+                </Field>
               </div>
             </div>
             <button type="button" data-add-field={`field-template-${rfi.rfiId}`}>
@@ -272,24 +270,19 @@ function RequestCard({
             </button>
             <template id={`field-template-${rfi.rfiId}`}>
               <div class="answer-row">
-                <label class="field">
-                  Field name
+                <Field label="Field name">
                   <input type="text" name="fieldKey" pattern="[A-Za-z_][A-Za-z0-9_]*" />
-                </label>
-                <label class="field">
-                  Value
+                </Field>
+                <Field label="Value">
                   <input type="text" name="fieldValue" />
-                </label>
+                </Field>
               </div>
             </template>
-            <label class="field">
-              Documents <span class="hint">PDF, JPEG or PNG, up to 20 MB each</span>
+            <Field label="Documents" hint="PDF, JPEG or PNG, up to 20 MB each">
               <input type="file" name="documents" multiple accept="application/pdf,image/jpeg,image/png" />
-            </label>
+            </Field>
             <p class="small muted" data-upload-status aria-live="polite" />
-            <button type="submit" class="primary">
-              Record the answer
-            </button>
+            <SubmitButton>Record the answer</SubmitButton>
           </form>
         </details>
       ) : null}
@@ -434,14 +427,13 @@ function TagsPanel({ page, screen, canAct }: { page: PageContext; screen: CaseSc
       {canAct && screen.addableTags.length > 0 ? (
         <form method="post" action={`/console/cases/${caseId}/tags`} class="actions">
           <Csrf page={page} />
-          <label class="field">
-            Add a tag
+          <Field label="Add a tag">
             <select name="tag" required>
               {screen.addableTags.map((t) => (
                 <option value={t}>{t}</option>
               ))}
             </select>
-          </label>
+          </Field>
           <button type="submit">Add</button>
         </form>
       ) : null}

@@ -1,5 +1,5 @@
 import type { DeliveryView, WebhookConfigView } from "../../../webhooks/index.js";
-import { Attempts, Badge, Time } from "../components.js";
+import { Attempts, Badge, Field, Time } from "../components.js";
 import { FieldError, FormError, kept, type PageContext } from "../layout.js";
 import { ACTIONS, DataTable, DeleteButton, FormPanel, Panel, PostButton, SettingsLayout } from "./layout.js";
 
@@ -153,8 +153,7 @@ export function WebhooksView({
       </div>
       <Panel id="log" title="Delivery log">
         <form method="get" action="/console/settings/webhooks" class="filters">
-          <label class="field">
-            Status
+          <Field label="Status">
             <select name="status">
               <option value="">Any</option>
               {["pending", "succeeded", "failed"].map((s) => (
@@ -163,7 +162,7 @@ export function WebhooksView({
                 </option>
               ))}
             </select>
-          </label>
+          </Field>
           <button type="submit">Show</button>
         </form>
         <DataTable
