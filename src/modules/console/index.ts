@@ -1,23 +1,34 @@
 import type { FeatureModule } from "../../platform/app-types.js";
+import { allCasesRoutes } from "./all-cases.routes.js";
+import { FAVICON } from "./assets.js";
 import { auditRoutes } from "./audit.routes.js";
 import { authRoutes } from "./auth.routes.js";
 import { caseRoutes } from "./case.routes.js";
 import { consoleScope } from "./console.plugin.js";
 import { queueRoutes } from "./queue.routes.js";
+import { reviewSettingsRoutes } from "./review-settings.routes.js";
 import { settingsRoutes } from "./settings.routes.js";
 
 /** The console at /console: the screens of a tenant's analysts and admins (contract section 6). */
 export const consoleModule: FeatureModule = {
   name: "console",
-  routes: (app, ctx) =>
-    consoleScope(app, ctx, (scope) => {
+  routes: (app, ctx) => {
+    // The service's front door leads to the console; without the console, to the API's docs (app.ts).
+    app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect("/console", 302));
+    app.get("/favicon.ico", { schema: { hide: true } }, (_request, reply) =>
+      reply.type("image/svg+xml").header("cache-control", "public, max-age=86400").send(FAVICON),
+    );
+    return consoleScope(app, ctx, (scope) => {
       authRoutes(scope, ctx);
       queueRoutes(scope, ctx);
+      allCasesRoutes(scope, ctx);
       caseRoutes(scope, ctx);
       auditRoutes(scope, ctx);
       settingsRoutes(scope, ctx);
+      reviewSettingsRoutes(scope, ctx);
       for (const section of ctx.console.sections) section.routes?.(scope, ctx);
-    }),
+    });
+  },
 };
 
 export {

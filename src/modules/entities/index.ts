@@ -1,4 +1,5 @@
 import type { FeatureModule } from "../../platform/app-types.js";
+import { aggregateNode } from "./aggregate.node.js";
 import { entitiesCli } from "./entities.cli.js";
 import { entitiesConsole } from "./entities.console.js";
 import { entityWrites } from "./entities.repo.js";
@@ -13,6 +14,7 @@ export const entitiesModule: FeatureModule = {
   routes: entitiesRoutes,
   cli: entitiesCli,
   console: entitiesConsole,
+  nodeTypes: [aggregateNode],
 };
 
 export {

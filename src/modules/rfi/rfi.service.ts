@@ -4,11 +4,11 @@ import type { Executor, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { isCaseStatus, isTerminal } from "../case-model/index.js";
 import { type CaseFacts, findCaseFacts, findCaseTenant } from "../cases/index.js";
-import { resumeWait } from "../engine/index.js";
+import { insertAudit } from "../users/index.js";
 import { webhookKeyExists } from "../webhooks/index.js";
 import { emitRequested } from "./rfi.events.js";
-import { scheduleExpiry } from "./rfi.jobs.js";
-import { RFI_LIMITS, RFI_WAIT } from "./rfi.limits.js";
+import { resumeClosedRequest, scheduleExpiry } from "./rfi.jobs.js";
+import { RFI_LIMITS } from "./rfi.limits.js";
 import {
   closeRequest,
   findRequest,
@@ -36,6 +36,18 @@ export interface RaiseInput {
 }
 
 const invalid = (message: string) => new AppError("invalid_request", message);
+
+/** A request's message as it is stored, raised by a node or through the API: absent options are null. */
+export function requestMessage(m: Omit<RaiseInput, "expiresAt">) {
+  return {
+    to: m.to,
+    cc: m.cc && m.cc.length > 0 ? m.cc : null,
+    subject: m.subject,
+    body: m.body,
+    templateId: m.templateId ?? null,
+    webhookKey: m.webhookKey ?? null,
+  };
+}
 
 /** The case of a tenant, 404 when unknown. */
 export async function requireCase(db: Executor, tenantId: string, caseId: string): Promise<CaseFacts> {
@@ -100,9 +112,13 @@ function parseDeadline(raw: string | undefined, now: Date): Date | null {
 }
 
 /** Stores a pending request, raises `case.rfi_requested` and schedules the expiry. */
-export async function storeRequest(tx: Tx, request: NewRequest, caseType: string): Promise<RfiRow> {
+export async function storeRequest(
+  tx: Tx,
+  request: NewRequest,
+  kase: { type: string; dryRun: boolean },
+): Promise<RfiRow> {
   const row = await insertRequest(tx, request);
-  await emitRequested(tx, row, caseType);
+  await emitRequested(tx, row, kase);
   await scheduleExpiry(tx, row);
   return row;
 }
@@ -122,7 +138,7 @@ export async function raiseRequest(
     if (input.webhookKey !== undefined && !(await webhookKeyExists(tx, tenantId, input.webhookKey))) {
       throw invalid("webhookKey names no webhook configuration of this tenant");
     }
-    return storeRequest(
+    const stored = await storeRequest(
       tx,
       {
         id: uuid(),
@@ -131,17 +147,26 @@ export async function raiseRequest(
         source: actor.kind === "apikey" ? "api" : "analyst",
         requestedBy: actorLabel(actor),
         nodeId: null,
-        to: input.to,
-        cc: input.cc && input.cc.length > 0 ? input.cc : null,
-        subject: input.subject,
-        body: input.body,
-        templateId: input.templateId ?? null,
-        webhookKey: input.webhookKey ?? null,
+        ...requestMessage(input),
         awaitsResponse: false,
         expiresAt,
       },
-      found.type,
+      { type: found.type, dryRun: found.dry_run },
     );
+    // Whatever the door (the partner's key, the console), the audit row commits with the request.
+    await insertAudit(tx, {
+      tenantId,
+      actor: actorLabel(actor),
+      action: "rfi.raise",
+      target: `case:${caseId}`,
+      after: {
+        rfiId: stored.id,
+        to: input.to,
+        subject: input.subject,
+        expiresAt: expiresAt?.toISOString() ?? null,
+      },
+    });
+    return stored;
   });
   return toRequestView(row, []);
 }
@@ -191,7 +216,7 @@ export async function remindRequest(
     checkCaseOpen(found);
     checkPending(current);
     const reminded = await recordReminder(tx, tenantId, rfiId);
-    await emitRequested(tx, reminded, found.type);
+    await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
     return reminded;
   });
   return toRequestView(row, []);
@@ -219,15 +244,7 @@ export async function cancelRequest(
       cancelledBy: actor === undefined ? null : `analyst:${actor}`,
     });
     if (!cancelled) throw new Error("a locked pending request could not be cancelled");
-    await resumeWait(
-      ctx,
-      tx,
-      { tenantId, caseId, kind: RFI_WAIT, ref: rfiId },
-      {
-        kind: "cancelled",
-        output: { status: "cancelled", fields: {}, documents: [] },
-      },
-    );
+    await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "cancelled");
     return cancelled;
   });
   return toRequestView(row, []);
