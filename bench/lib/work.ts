@@ -1,0 +1,158 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { sql } from "kysely";
+import type { Db } from "../../src/platform/db/index.js";
+import { casesOf, decisionsIn, drained } from "./decisions.js";
+import { paced } from "./load.js";
+import { round } from "./stats.js";
+import type { BenchServer } from "./types.js";
+
+interface Counters {
+  commits: number;
+  otherCommits: number;
+  /** The server's WAL position: other databases write to the same WAL. */
+  wal: string;
+  tables: Map<string, { ins: number; upd: number; del: number; hot: number }>;
+}
+
+async function counters(db: Db): Promise<Counters> {
+  await sql`SELECT pg_stat_clear_snapshot()`.execute(db.root);
+  const { rows: commits } = await sql<{ mine: string; others: string }>`
+    SELECT sum(xact_commit) FILTER (WHERE datname = current_database()) AS mine,
+           sum(xact_commit) FILTER (WHERE datname <> current_database()) AS others
+    FROM pg_stat_database`.execute(db.root);
+  const { rows: tables } = await sql<{ relname: string; ins: string; upd: string; del: string; hot: string }>`
+    SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_del AS del, n_tup_hot_upd AS hot
+    FROM pg_stat_user_tables`.execute(db.root);
+  const { rows: wal } = await sql<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`.execute(db.root);
+  return {
+    commits: Number(commits[0]?.mine ?? 0),
+    otherCommits: Number(commits[0]?.others ?? 0),
+    wal: wal[0]?.lsn ?? "0/0",
+    tables: new Map(
+      tables.map((t) => [
+        t.relname,
+        { ins: Number(t.ins), upd: Number(t.upd), del: Number(t.del), hot: Number(t.hot) },
+      ]),
+    ),
+  };
+}
+
+export interface Work {
+  decided: number;
+  transactions: number;
+  rows: number;
+  /** WAL records of this database's blocks and its transactions' commits. */
+  walBytes: number;
+  /** Of which full-page images (the first change of a page after a checkpoint). */
+  fpiBytes: number;
+  /** All WAL the server wrote meanwhile, other databases included. */
+  serverWalBytes: number;
+  /** False when the WAL was recycled before it could be read: `walBytes` is then the server's. */
+  walInspected: boolean;
+  otherCommits: number;
+  byTable: string[];
+}
+
+/** Where the counted cases go: `POST {url}/cases` with these headers and bodies. */
+export interface Submitter {
+  url: string;
+  headers: Record<string, string>;
+  /** One body for every request, or a new body per request. */
+  body: string | (() => string);
+}
+
+/**
+ * PostgreSQL's own counters over `count` cases submitted at `rate` and decided: transactions
+ * committed on the service's database, rows written (inserted, updated, deleted) by table, and
+ * WAL written, per decided case. WAL is the server's: other databases' work in the window (their
+ * commits are reported) adds to it.
+ */
+export async function workPerCase(
+  server: BenchServer,
+  tenantId: string,
+  target: Submitter,
+  count: number,
+  rate: number,
+): Promise<Work> {
+  // pg_walinspect reads the WAL between two positions, to count this database's records only.
+  await server.withDb((db) => sql`CREATE EXTENSION IF NOT EXISTS pg_walinspect`.execute(db.root));
+  // An idle backend reports its counters within 10 s (PostgreSQL's PGSTAT_IDLE_INTERVAL): let the
+  // work before this measurement be counted before it starts.
+  await sleep(11_000);
+  const before = await server.withDb(counters);
+  const from = new Date();
+  await paced({
+    url: `${target.url}/cases`,
+    method: "POST",
+    headers: target.headers,
+    body: target.body,
+    connections: 32,
+    rate,
+    seconds: count / rate,
+  });
+  const to = new Date();
+  await drained(server, tenantId);
+  await sleep(11_000);
+  const after = await server.withDb(counters);
+  const wal = await server.withDb(async (db) => {
+    const { rows: all } = await sql<{ bytes: string }>`
+      SELECT pg_wal_lsn_diff(${after.wal}::pg_lsn, ${before.wal}::pg_lsn) AS bytes`.execute(db.root);
+    const server = Number(all[0]?.bytes ?? 0);
+    try {
+      // This database's records (their blocks are in it) and the commit records of its transactions.
+      const { rows } = await sql<{ mine: string; fpi: string }>`
+        WITH r AS (SELECT * FROM pg_get_wal_records_info(${before.wal}::pg_lsn, ${after.wal}::pg_lsn)),
+        oid AS (SELECT oid::text AS oid FROM pg_database WHERE datname = current_database()),
+        here AS (
+          SELECT r.* FROM r, oid WHERE r.block_ref LIKE '%rel %/' || oid.oid || '/%'
+        ),
+        xids AS (SELECT DISTINCT xid FROM here WHERE xid <> 0)
+        SELECT (SELECT sum(record_length) FROM here)
+                 + coalesce((SELECT sum(record_length) FROM r WHERE resource_manager = 'Transaction'
+                                                        AND xid IN (SELECT xid FROM xids)), 0) AS mine,
+               (SELECT sum(fpi_length) FROM here) AS fpi`.execute(db.root);
+      return { server, mine: Number(rows[0]?.mine ?? 0), fpi: Number(rows[0]?.fpi ?? 0), inspected: true };
+    } catch {
+      // A busy server may have recycled the WAL already: only the server-wide figure is left.
+      return { server, mine: server, fpi: 0, inspected: false };
+    }
+  });
+  const decided = decisionsIn(await casesOf(server, tenantId, from, to)).decided;
+  let rows = 0;
+  const byTable: string[] = [];
+  for (const [table, a] of after.tables) {
+    const b = before.tables.get(table) ?? { ins: 0, upd: 0, del: 0, hot: 0 };
+    const d = { ins: a.ins - b.ins, upd: a.upd - b.upd, del: a.del - b.del, hot: a.hot - b.hot };
+    const total = d.ins + d.upd + d.del;
+    if (total === 0) continue;
+    rows += total;
+    const per = (n: number) => round(n / decided);
+    byTable.push(
+      `${table}: ${per(d.ins)} inserted, ${per(d.upd)} updated (${per(d.hot)} HOT), ${per(d.del)} deleted`,
+    );
+  }
+  return {
+    decided,
+    transactions: (after.commits - before.commits) / decided,
+    rows: rows / decided,
+    walBytes: wal.mine / decided,
+    fpiBytes: wal.fpi / decided,
+    serverWalBytes: wal.server / decided,
+    walInspected: wal.inspected,
+    otherCommits: after.otherCommits - before.otherCommits,
+    byTable,
+  };
+}
+
+/** The notes that explain a `Work` figure: rows by table, and where the WAL was counted. */
+export function workNotes(work: Work): string[] {
+  return [
+    `per decided case by table: ${work.byTable.join("; ")}`,
+    work.walInspected
+      ? `WAL per decided case: ${round(work.walBytes / 1024)} KB of this database's records (pg_walinspect), of which ` +
+        `${round(work.fpiBytes / 1024)} KB full-page images; the server wrote ${round(work.serverWalBytes / 1024)} KB ` +
+        `per case in all, other databases committing ${work.otherCommits} transactions meanwhile`
+      : `WAL per decided case: the server's ${round(work.serverWalBytes / 1024)} KB in all (its WAL was recycled ` +
+        `before it could be read per database), other databases committing ${work.otherCommits} transactions meanwhile`,
+  ];
+}
