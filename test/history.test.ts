@@ -1,5 +1,6 @@
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeFigure, parseWindow } from "../src/modules/entities/aggregate.node.js";
+import { describeFigure, HISTORY_BUDGET_MS, parseWindow } from "../src/modules/entities/aggregate.node.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { runCds } from "./support/cli.js";
@@ -297,6 +298,35 @@ describe("the aggregate node", () => {
     expect(shown.stdout).toContain(
       "amount_7d: 300 in total on the cases of this customer in the last 7 days",
     );
+  });
+});
+
+describe.skipIf(!process.env.DATABASE_URL)("the history budget on PostgreSQL", () => {
+  it("fails the case with a clear error when its figures cannot be had in time, and the engine goes on", async () => {
+    const partner = await partnerWith({ n: { function: "count", by: "customer", window: "P1D" } });
+    // Another session holds the links table: the figures' statement waits past the budget.
+    const blocker = new pg.Client({ connectionString: h.database.url });
+    await blocker.connect();
+    try {
+      await blocker.query("BEGIN");
+      await blocker.query("LOCK TABLE case_entities IN ACCESS EXCLUSIVE MODE");
+      const res = await h.app.inject({
+        method: "POST",
+        url: `/admin/tenants/${partner.tenantId}/workflows/velocity/versions/1/dry-run?wait=true`,
+        headers: adminHeaders,
+        payload: submission({ customer: "slow", amount: 1, time: 0 }),
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      expect(res.json().status).toBe("failed");
+      const entry = res.json().trace.find((e: { nodeId: string }) => e.nodeId === "velocity");
+      expect(entry.error.message).toContain(`longer than ${HISTORY_BUDGET_MS} ms`);
+    } finally {
+      await blocker.query("ROLLBACK");
+      await blocker.end();
+    }
+    // The same process decides the next case as usual.
+    const next = await submit(partner, { customer: "slow", amount: 1, time: 0 });
+    expect(await figuresOf(next)).toEqual({ n: 0 });
   });
 });
 

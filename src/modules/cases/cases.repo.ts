@@ -1,6 +1,6 @@
 import { type RawBuilder, type Selectable, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
-import { type Executor, findRow, jsonOrNull, updateRows } from "../../platform/db/index.js";
+import { type Executor, findRow, jsonOrNull, keysetPage, updateRows } from "../../platform/db/index.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
 import type { CaseAcceptHook } from "./cases.seam.js";
 import type { CasesTable } from "./cases.tables.js";
@@ -99,11 +99,7 @@ export async function insertCases(
   return new Set(rows.map((r) => r.id));
 }
 
-export function findCaseByIdempotencyKey(
-  db: Executor,
-  tenantId: string,
-  key: string,
-): Promise<CaseRow | undefined> {
+export function findCaseByIdempotencyKey(db: Executor, tenantId: string, key: string) {
   return findRow(db, "cases", { tenant_id: tenantId, idempotency_key: key });
 }
 
@@ -220,15 +216,8 @@ function pageOfCases(
       ),
     );
   }
-  if (after) {
-    query = query.where((eb) =>
-      eb.or([
-        eb("created_at", "<", after.createdAt),
-        eb.and([eb("created_at", "=", after.createdAt), eb("id", "<", after.id)]),
-      ]),
-    );
-  }
-  return query.orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).execute();
+  const position = after && ([after.createdAt, after.id] as const);
+  return keysetPage(query, ["created_at", "id"], "desc", position, limit).execute();
 }
 
 /** A case's new state after a step, as the engine writes it with the other cases of its batch. */

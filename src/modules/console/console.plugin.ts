@@ -5,7 +5,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import type { VNode } from "preact";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
-import { AppError } from "../../platform/errors.js";
+import { AppError, codeForStatus } from "../../platform/errors.js";
 import { type ConsoleSession, can, type Permission, SESSION_HOURS, sessionFor } from "../users/index.js";
 import type { ConsoleLink } from "./console.seam.js";
 import { ErrorPage, type PageContext, renderPage } from "./views/layout.js";
@@ -178,7 +178,9 @@ export async function consoleScope(app: App, ctx: AppContext, routes: (scope: Ap
         if (status >= 500) request.log.error({ err: error }, "console request failed");
         if (error instanceof AppError && error.headers) reply.headers(error.headers);
         if (request.routeOptions.config?.console?.json) {
-          return reply.status(status).send({ error: message });
+          // The app's error schema (every JSON error carries its code) serialises this answer too.
+          const code = error instanceof AppError ? error.code : codeForStatus(status);
+          return reply.status(status).send({ error: message, code });
         }
         return sendPage(
           reply,

@@ -1,3 +1,5 @@
+import { sql } from "kysely";
+import type { Tx } from "../../platform/db/index.js";
 import { CASE_TYPES, DECISION_VALUES } from "../case-model/index.js";
 import { describeEnd, fieldReferences, isJsonObject, type NodeType, schemaRef } from "../workflows/index.js";
 import { AGGREGATE_FUNCTIONS, type AggregateFunction, computeFigure, type Figure } from "./history.js";
@@ -52,6 +54,38 @@ export interface AggregateNode {
 }
 
 const AMOUNT_FUNCTIONS: readonly string[] = ["sum", "avg", "min", "max"];
+
+/**
+ * How long one aggregate node's figures may take on PostgreSQL, together (decision 0021): past
+ * it the statements are cancelled, the step's transaction goes on from a savepoint, and the case
+ * fails with a clear error instead of holding a connection and a case lock.
+ */
+export const HISTORY_BUDGET_MS = 500;
+
+/** Runs the figures' statements under the budget; false when PostgreSQL cancelled them. */
+async function withinBudget(bounded: boolean, tx: Tx, run: () => Promise<void>): Promise<boolean> {
+  if (!bounded) {
+    await run();
+    return true;
+  }
+  await sql`SAVEPOINT aggregate_figures`.execute(tx);
+  const { rows } = await sql<{ previous: string }>`
+    SELECT current_setting('statement_timeout') AS previous,
+           set_config('statement_timeout', ${`${HISTORY_BUDGET_MS}ms`}, true) AS budget`.execute(tx);
+  const previous = rows[0]?.previous ?? "0";
+  let answered = true;
+  try {
+    await run();
+  } catch (err) {
+    // Any other error aborted the transaction: the step fails as a whole.
+    if ((err as { code?: string }).code !== "57014") throw err;
+    await sql`ROLLBACK TO SAVEPOINT aggregate_figures`.execute(tx);
+    answered = false;
+  }
+  await sql`SELECT set_config('statement_timeout', ${previous}, true)`.execute(tx);
+  await sql`RELEASE SAVEPOINT aggregate_figures`.execute(tx);
+  return answered;
+}
 
 export const aggregateNode: NodeType<AggregateNode> = {
   type: "aggregate",
@@ -142,13 +176,22 @@ export const aggregateNode: NodeType<AggregateNode> = {
       })),
     };
   },
-  async evaluate(node, { tx, case: kase }) {
+  async evaluate(node, { ctx, tx, case: kase }) {
     const output: Record<string, number | null> = {};
     const figures: Array<Record<string, unknown>> = [];
-    for (const { name, definition, figure } of node.figures) {
-      const value = await computeFigure(tx, kase, figure);
-      Object.defineProperty(output, name, { value, enumerable: true, writable: true, configurable: true });
-      figures.push({ name, ...definition, value });
+    const answered = await withinBudget(ctx.db.kind === "postgres", tx, async () => {
+      for (const { name, definition, figure } of node.figures) {
+        const value = await computeFigure(tx, kase, figure);
+        Object.defineProperty(output, name, { value, enumerable: true, writable: true, configurable: true });
+        figures.push({ name, ...definition, value });
+      }
+    });
+    if (!answered) {
+      return {
+        kind: "fail",
+        message: `node ${node.id}: its figures took longer than ${HISTORY_BUDGET_MS} ms to compute; the case failed rather than hold up others`,
+        explain: { figures },
+      };
     }
     return { kind: "continue", next: node.next, output, explain: { figures } };
   },

@@ -2,6 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { errorResponse } from "../../platform/openapi.js";
+import { routeGroup } from "../../platform/route-group.js";
 import { partnerOf } from "../auth/index.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import { AnswerBody, MintBody, RaiseBody } from "./rfi.schemas.js";
@@ -18,26 +19,25 @@ const RFI_ERRORS = "Errors are `RFIError` bodies: `{error: <code>, message, ...}
 
 /** The partner routes of information requests; every error is an RFIError body. */
 export function rfiRoutes(app: App, ctx: AppContext): void {
-  app.post(
+  const write = routeGroup(app, ["information requests"], { scope: "cases:write", errorStyle: "rfi" });
+  const read = routeGroup(app, ["information requests"], { scope: "cases:read", errorStyle: "rfi" });
+
+  write.post(
     "/cases/:caseId/rfi",
     {
-      config: { scope: "cases:write", errorStyle: "rfi" },
-      schema: {
-        tags: ["information requests"],
-        operationId: "raiseInformationRequest",
-        summary: "Raise an information request on a case",
-        description: [
-          "Emits `case.rfi_requested` (`requested_by` `apikey:<keyId>`, `source` `api`); your own",
-          "systems send the e-mail from it. With `expiresAt` the request expires at that deadline.",
-          "409 `case_terminal` or `dry_run` when the case cannot take requests.",
-          RFI_ERRORS,
-        ].join(" "),
-        params: CaseParams,
-        body: RaiseBody,
-        response: {
-          201: InformationRequestSchema,
-          409: errorResponse("`case_terminal` (closed or failed case) or `dry_run`", "rfi"),
-        },
+      operationId: "raiseInformationRequest",
+      summary: "Raise an information request on a case",
+      description: [
+        "Emits `case.rfi_requested` (`requested_by` `apikey:<keyId>`, `source` `api`); your own",
+        "systems send the e-mail from it. With `expiresAt` the request expires at that deadline.",
+        "409 `case_terminal` or `dry_run` when the case cannot take requests.",
+        RFI_ERRORS,
+      ].join(" "),
+      params: CaseParams,
+      body: RaiseBody,
+      response: {
+        201: InformationRequestSchema,
+        409: errorResponse("`case_terminal` (closed or failed case) or `dry_run`", "rfi"),
       },
     },
     async (request, reply) => {
@@ -53,18 +53,14 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.get(
+  read.get(
     "/cases/:caseId/rfi",
     {
-      config: { scope: "cases:read", errorStyle: "rfi" },
-      schema: {
-        tags: ["information requests"],
-        operationId: "listInformationRequests",
-        summary: "List a case's information requests, oldest first, with answers and documents",
-        description: "Oldest first, each with its status, attribution, answer and documents.",
-        params: CaseParams,
-        response: { 200: Type.Object({ informationRequests: Type.Array(InformationRequestSchema) }) },
-      },
+      operationId: "listInformationRequests",
+      summary: "List a case's information requests, oldest first, with answers and documents",
+      description: "Oldest first, each with its status, attribution, answer and documents.",
+      params: CaseParams,
+      response: { 200: Type.Object({ informationRequests: Type.Array(InformationRequestSchema) }) },
     },
     async (request) => {
       const key = partnerOf(request);
@@ -72,19 +68,15 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.get(
+  read.get(
     "/cases/:caseId/rfi/:rfiId",
     {
-      config: { scope: "cases:read", errorStyle: "rfi" },
-      schema: {
-        tags: ["information requests"],
-        operationId: "getInformationRequest",
-        summary: "Read an information request with its answer and documents",
-        description:
-          "The request with its status, attribution, answer (fields and documents) and the upload slots minted so far.",
-        params: RfiParams,
-        response: { 200: InformationRequestSchema },
-      },
+      operationId: "getInformationRequest",
+      summary: "Read an information request with its answer and documents",
+      description:
+        "The request with its status, attribution, answer (fields and documents) and the upload slots minted so far.",
+      params: RfiParams,
+      response: { 200: InformationRequestSchema },
     },
     async (request) => {
       const key = partnerOf(request);

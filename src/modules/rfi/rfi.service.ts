@@ -4,11 +4,10 @@ import type { Executor, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { isCaseStatus, isTerminal } from "../case-model/index.js";
 import { type CaseFacts, findCaseFacts, findCaseTenant } from "../cases/index.js";
-import { resumeWait } from "../engine/index.js";
 import { webhookKeyExists } from "../webhooks/index.js";
 import { emitRequested } from "./rfi.events.js";
-import { scheduleExpiry } from "./rfi.jobs.js";
-import { RFI_LIMITS, RFI_WAIT } from "./rfi.limits.js";
+import { resumeClosedRequest, scheduleExpiry } from "./rfi.jobs.js";
+import { RFI_LIMITS } from "./rfi.limits.js";
 import {
   closeRequest,
   findRequest,
@@ -36,6 +35,18 @@ export interface RaiseInput {
 }
 
 const invalid = (message: string) => new AppError("invalid_request", message);
+
+/** A request's message as it is stored, raised by a node or through the API: absent options are null. */
+export function requestMessage(m: Omit<RaiseInput, "expiresAt">) {
+  return {
+    to: m.to,
+    cc: m.cc && m.cc.length > 0 ? m.cc : null,
+    subject: m.subject,
+    body: m.body,
+    templateId: m.templateId ?? null,
+    webhookKey: m.webhookKey ?? null,
+  };
+}
 
 /** The case of a tenant, 404 when unknown. */
 export async function requireCase(db: Executor, tenantId: string, caseId: string): Promise<CaseFacts> {
@@ -131,12 +142,7 @@ export async function raiseRequest(
         source: actor.kind === "apikey" ? "api" : "analyst",
         requestedBy: actorLabel(actor),
         nodeId: null,
-        to: input.to,
-        cc: input.cc && input.cc.length > 0 ? input.cc : null,
-        subject: input.subject,
-        body: input.body,
-        templateId: input.templateId ?? null,
-        webhookKey: input.webhookKey ?? null,
+        ...requestMessage(input),
         awaitsResponse: false,
         expiresAt,
       },
@@ -219,15 +225,7 @@ export async function cancelRequest(
       cancelledBy: actor === undefined ? null : `analyst:${actor}`,
     });
     if (!cancelled) throw new Error("a locked pending request could not be cancelled");
-    await resumeWait(
-      ctx,
-      tx,
-      { tenantId, caseId, kind: RFI_WAIT, ref: rfiId },
-      {
-        kind: "cancelled",
-        output: { status: "cancelled", fields: {}, documents: [] },
-      },
-    );
+    await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "cancelled");
     return cancelled;
   });
   return toRequestView(row, []);

@@ -1,5 +1,5 @@
 import type { ErrorDetail } from "../../platform/errors.js";
-import { compileInputSchema, detailsOf } from "./json-schema.js";
+import { compileInputSchema, validateBounded } from "./json-schema.js";
 import type { CompiledNode, NodeTypes } from "./node-type.js";
 import type { WorkflowDefinition } from "./workflow.types.js";
 import { listReferencesOf } from "./workflow.validator.js";
@@ -50,7 +50,7 @@ export function compileWorkflow(
     nodes,
     lists: [...new Set(listReferencesOf(types, definition).map((r) => r.list))],
     validatePayload(payload: unknown): ErrorDetail[] {
-      return validate(payload) ? [] : detailsOf(validate.errors ?? [], "payload");
+      return validateBounded(validate, payload, "payload");
     },
   });
 }

@@ -1,5 +1,6 @@
 import { Environment, type ParseResult } from "@marcbachmann/cel-js";
-import { RE2JS } from "re2js";
+import type { RE2JS } from "re2js";
+import { compilePattern, matchWork, REGEX_LIMITS } from "./regex.js";
 import {
   type CompiledCondition,
   type CompiledExpression,
@@ -344,7 +345,7 @@ export function re2(pattern: string): RE2JS {
   if (re) {
     patterns.delete(pattern);
   } else {
-    re = RE2JS.compile(pattern);
+    re = compilePattern(pattern);
     if (patterns.size >= 500) patterns.delete(patterns.keys().next().value as string);
   }
   patterns.set(pattern, re);
@@ -359,13 +360,20 @@ function re2Matches(node: AstNode): Evaluate {
     if (typeof text !== "string" || typeof source !== "string") {
       throw new Error("matches() takes a string and a string pattern");
     }
-    spend((text.length >>> 3) + source.length);
+    if (text.length > REGEX_LIMITS.matchTextLength) {
+      throw new Error(
+        `matches() takes a text of at most ${REGEX_LIMITS.matchTextLength} characters; this one has ${text.length}`,
+      );
+    }
+    spend(source.length);
     let re: RE2JS;
     try {
       re = re2(source);
     } catch (err) {
       throw new Error(`invalid regular expression ${JSON.stringify(source)}: ${(err as Error).message}`);
     }
+    // Paid before it runs, by what matching really costs (decision 0025).
+    spend(matchWork(re, text));
     return re.test(text);
   };
 }
@@ -379,7 +387,7 @@ function literalPatternProblem(root: unknown): string | undefined {
     try {
       re2(pattern.args);
     } catch (err) {
-      return `matches() pattern ${JSON.stringify(pattern.args)} is not a valid RE2 regular expression (${(err as Error).message})`;
+      return `matches() pattern ${JSON.stringify(pattern.args)} is refused: not a valid RE2 regular expression, or too large (${(err as Error).message})`;
     }
   }
   return undefined;

@@ -2,7 +2,7 @@ import { DECISION_VALUES } from "../../case-model/index.js";
 import type { InformationRequestView } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";
-import { ActorName, Badge, Fields, label, Panel, Time } from "./components.js";
+import { ActorName, Badge, Field, Fields, label, Panel, SubmitButton, Time } from "./components.js";
 import { Csrf, Layout, Notice, type PageContext } from "./layout.js";
 
 export const CASE_NOTICES: Record<string, string> = {
@@ -249,19 +249,17 @@ function RequestCard({
             <Csrf page={page} />
             <div data-field-rows>
               <div class="answer-row">
-                <label class="field">
-                  Field name
+                <Field label="Field name">
                   <input
                     type="text"
                     name="fieldKey"
                     pattern="[A-Za-z_][A-Za-z0-9_]*"
                     placeholder="source_of_funds"
                   />
-                </label>
-                <label class="field">
-                  Value
+                </Field>
+                <Field label="Value">
                   <input type="text" name="fieldValue" />
-                </label>
+                </Field>
               </div>
             </div>
             <button type="button" data-add-field={`field-template-${rfi.rfiId}`}>
@@ -269,24 +267,19 @@ function RequestCard({
             </button>
             <template id={`field-template-${rfi.rfiId}`}>
               <div class="answer-row">
-                <label class="field">
-                  Field name
+                <Field label="Field name">
                   <input type="text" name="fieldKey" pattern="[A-Za-z_][A-Za-z0-9_]*" />
-                </label>
-                <label class="field">
-                  Value
+                </Field>
+                <Field label="Value">
                   <input type="text" name="fieldValue" />
-                </label>
+                </Field>
               </div>
             </template>
-            <label class="field">
-              Documents <span class="hint">PDF, JPEG or PNG, up to 20 MB each</span>
+            <Field label="Documents" hint="PDF, JPEG or PNG, up to 20 MB each">
               <input type="file" name="documents" multiple accept="application/pdf,image/jpeg,image/png" />
-            </label>
+            </Field>
             <p class="small muted" data-upload-status aria-live="polite" />
-            <button type="submit" class="primary">
-              Record the answer
-            </button>
+            <SubmitButton>Record the answer</SubmitButton>
           </form>
         </details>
       ) : null}
@@ -308,29 +301,22 @@ function RequestsPanel({ page, screen, canAct }: { page: PageContext; screen: Ca
           <summary>Request information</summary>
           <form method="post" action={`/console/cases/${caseId}/rfi`} class="stack">
             <Csrf page={page} />
-            <label class="field">
-              To <span class="hint">the customer's email address</span>
+            <Field label="To" hint="the customer's email address">
               <input type="email" name="to" required />
-            </label>
-            <label class="field">
-              Cc <span class="hint">optional, comma-separated</span>
+            </Field>
+            <Field label="Cc" hint="optional, comma-separated">
               <input type="text" name="cc" />
-            </label>
-            <label class="field">
-              Subject
+            </Field>
+            <Field label="Subject">
               <input type="text" name="subject" required maxLength={1000} />
-            </label>
-            <label class="field">
-              Message
+            </Field>
+            <Field label="Message">
               <textarea name="body" required />
-            </label>
-            <label class="field">
-              Deadline (UTC) <span class="hint">optional</span>
+            </Field>
+            <Field label="Deadline (UTC)" hint="optional">
               <input type="datetime-local" name="expiresAt" />
-            </label>
-            <button type="submit" class="primary">
-              Send the request
-            </button>
+            </Field>
+            <SubmitButton>Send the request</SubmitButton>
           </form>
         </details>
       ) : null}
@@ -346,21 +332,17 @@ function ActionsPanel({ page, screen }: { page: PageContext; screen: CaseScreen 
       {hasDecision ? (
         <form method="post" action={`/console/cases/${caseId}/decision`} class="stack">
           <Csrf page={page} />
-          <label class="field">
-            New decision
+          <Field label="New decision">
             <select name="value" required>
               {DECISION_VALUES.map((v) => (
                 <option value={v}>{label(v)}</option>
               ))}
             </select>
-          </label>
-          <label class="field">
-            Reason <span class="hint">required; the partner sees it in the history</span>
+          </Field>
+          <Field label="Reason" hint="required; the partner sees it in the history">
             <textarea name="reason" required maxLength={2000} />
-          </label>
-          <button type="submit" class="primary">
-            Override the decision
-          </button>
+          </Field>
+          <SubmitButton>Override the decision</SubmitButton>
         </form>
       ) : (
         <p class="muted">The workflow has not decided yet; the decision can be overridden once it has.</p>
@@ -405,14 +387,13 @@ function TagsPanel({ page, screen, canAct }: { page: PageContext; screen: CaseSc
       {canAct && screen.addableTags.length > 0 ? (
         <form method="post" action={`/console/cases/${caseId}/tags`} class="actions">
           <Csrf page={page} />
-          <label class="field">
-            Add a tag
+          <Field label="Add a tag">
             <select name="tag" required>
               {screen.addableTags.map((t) => (
                 <option value={t}>{t}</option>
               ))}
             </select>
-          </label>
+          </Field>
           <button type="submit">Add</button>
         </form>
       ) : null}

@@ -168,3 +168,37 @@ export function DataTable<T>({
     </div>
   );
 }
+
+/** A labelled form field: the label's text, an optional hint after it, then the control. */
+export function Field({
+  label,
+  hint,
+  children,
+}: {
+  label: string;
+  hint?: string;
+  children: ComponentChildren;
+}) {
+  return (
+    // biome-ignore lint/a11y/noLabelWithoutControl: the control is the field's children
+    <label class="field">
+      {label}
+      {hint === undefined ? null : (
+        <>
+          {" "}
+          <span class="hint">{hint}</span>
+        </>
+      )}
+      {children}
+    </label>
+  );
+}
+
+/** A form's main button. */
+export function SubmitButton({ children }: { children: ComponentChildren }) {
+  return (
+    <button type="submit" class="primary">
+      {children}
+    </button>
+  );
+}

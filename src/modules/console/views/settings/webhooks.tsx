@@ -1,7 +1,16 @@
 import type { DeliveryView, WebhookConfigView } from "../../../webhooks/index.js";
-import { Badge, Time } from "../components.js";
+import { Badge, Field, SubmitButton, Time } from "../components.js";
 import type { PageContext } from "../layout.js";
-import { ACTIONS, DataTable, DeleteButton, FormPanel, Panel, PostButton, SettingsLayout } from "./layout.js";
+import {
+  ACTIONS,
+  DataTable,
+  DeleteButton,
+  FormPanel,
+  Panel,
+  PostButton,
+  SettingsLayout,
+  TablePanel,
+} from "./layout.js";
 
 /** A page of the delivery log, with the status it is filtered by. */
 export interface DeliveryLog {
@@ -30,50 +39,49 @@ export function WebhooksView({
       notice={notice}
     >
       <div class="grid grid-case">
-        <Panel id="configs" title="Endpoints">
-          <DataTable
-            rows={configs}
-            empty="No endpoint is configured: events are recorded but not sent."
-            columns={[
-              { head: "Key" },
-              { head: "URL" },
-              { head: "Signing secret", narrow: true },
-              { head: "Attempts", num: true, narrow: true },
-              ACTIONS,
-            ]}
-            row={(c) => (
-              <>
-                <td class="mono">{c.webhookKey}</td>
-                <td class="mono small">{c.url}</td>
-                <td class="hide-narrow mono">{c.activeSecretId ?? "—"}</td>
-                <td class="num hide-narrow">{c.maxAttempts}</td>
-                <td>
-                  <div class="actions">
-                    <PostButton
-                      page={page}
-                      action={`/console/settings/webhooks/${c.webhookKey}/test`}
-                      label="Send a test event"
-                    />
-                    <DeleteButton
-                      page={page}
-                      action={`/console/settings/webhooks/${c.webhookKey}/delete`}
-                      confirm={`Delete the endpoint “${c.webhookKey}”?`}
-                      what={`endpoint ${c.webhookKey}`}
-                    />
-                  </div>
-                </td>
-              </>
-            )}
-          />
-        </Panel>
+        <TablePanel
+          id="configs"
+          title="Endpoints"
+          rows={configs}
+          empty="No endpoint is configured: events are recorded but not sent."
+          columns={[
+            { head: "Key" },
+            { head: "URL" },
+            { head: "Signing secret", narrow: true },
+            { head: "Attempts", num: true, narrow: true },
+            ACTIONS,
+          ]}
+          row={(c) => (
+            <>
+              <td class="mono">{c.webhookKey}</td>
+              <td class="mono small">{c.url}</td>
+              <td class="hide-narrow mono">{c.activeSecretId ?? "—"}</td>
+              <td class="num hide-narrow">{c.maxAttempts}</td>
+              <td>
+                <div class="actions">
+                  <PostButton
+                    page={page}
+                    action={`/console/settings/webhooks/${c.webhookKey}/test`}
+                    label="Send a test event"
+                  />
+                  <DeleteButton
+                    page={page}
+                    action={`/console/settings/webhooks/${c.webhookKey}/delete`}
+                    confirm={`Delete the endpoint “${c.webhookKey}”?`}
+                    what={`endpoint ${c.webhookKey}`}
+                  />
+                </div>
+              </td>
+            </>
+          )}
+        />
         <FormPanel
           page={page}
           id="webhook-form"
           title="Add or change an endpoint"
           action="/console/settings/webhooks"
         >
-          <label class="field">
-            Key <span class="hint">“default” receives every event without a key of its own</span>
+          <Field label="Key" hint="“default” receives every event without a key of its own">
             <input
               type="text"
               name="webhookKey"
@@ -81,36 +89,28 @@ export function WebhooksView({
               value="default"
               pattern="[A-Za-z0-9][A-Za-z0-9._\-]{0,63}"
             />
-          </label>
-          <label class="field">
-            URL
+          </Field>
+          <Field label="URL">
             <input type="url" name="url" required placeholder="https://hooks.example.com/cds" />
-          </label>
-          <label class="field">
-            Secret id <span class="hint">names the secret in the signature header</span>
+          </Field>
+          <Field label="Secret id" hint="names the secret in the signature header">
             <input type="text" name="secretId" required value="s1" />
-          </label>
-          <label class="field">
-            Secret <span class="hint">at least 16 characters; leave empty to keep the stored one</span>
+          </Field>
+          <Field label="Secret" hint="at least 16 characters; leave empty to keep the stored one">
             <input type="password" name="secret" autocomplete="off" />
-          </label>
-          <label class="field">
-            Attempts <span class="hint">1 to 20</span>
+          </Field>
+          <Field label="Attempts" hint="1 to 20">
             <input type="number" name="maxAttempts" min={1} max={20} value="5" />
-          </label>
-          <label class="field">
-            Timeout (ms)
+          </Field>
+          <Field label="Timeout (ms)">
             <input type="number" name="timeoutMs" min={100} max={30000} value="10000" />
-          </label>
-          <button type="submit" class="primary">
-            Save endpoint
-          </button>
+          </Field>
+          <SubmitButton>Save endpoint</SubmitButton>
         </FormPanel>
       </div>
       <Panel id="log" title="Delivery log">
         <form method="get" action="/console/settings/webhooks" class="filters">
-          <label class="field">
-            Status
+          <Field label="Status">
             <select name="status">
               <option value="">Any</option>
               {["pending", "succeeded", "failed"].map((s) => (
@@ -119,7 +119,7 @@ export function WebhooksView({
                 </option>
               ))}
             </select>
-          </label>
+          </Field>
           <button type="submit">Show</button>
         </form>
         <DataTable
