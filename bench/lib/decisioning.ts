@@ -1,6 +1,6 @@
 import type autocannon from "autocannon";
 import { startBareServer } from "./bare.js";
-import { type CaseSummary, casesOf, drained } from "./decisions.js";
+import { type CaseSummary, casesOf, decisionsIn, drained } from "./decisions.js";
 import { type LoadResult, paced } from "./load.js";
 import { round } from "./stats.js";
 import type { BenchContext, BenchServer, Figure } from "./types.js";
@@ -87,7 +87,7 @@ export async function saturate(
 
 /**
  * `repeats` rounds of `durationSeconds` each at `rate` submissions per second, evenly spaced
- * (`paced`); each round's cases once all are decided.
+ * (`paced`); each round's cases once all are decided (each round's figures logged under `label`).
  */
 export async function steadyRounds(
   ctx: BenchContext,
@@ -95,6 +95,7 @@ export async function steadyRounds(
   submissions: Submissions,
   rate: number,
   connections: number,
+  label: string,
 ): Promise<CaseSummary[][]> {
   const rounds: CaseSummary[][] = [];
   for (let pass = 1; pass <= ctx.settings.repeats; pass++) {
@@ -110,7 +111,13 @@ export async function steadyRounds(
     });
     const to = new Date();
     await drained(server, submissions.tenantId);
-    rounds.push(await casesOf(server, submissions.tenantId, from, to));
+    const cases = await casesOf(server, submissions.tenantId, from, to);
+    const run = decisionsIn(cases);
+    ctx.log(
+      `${label}, round ${pass} at ${rate}/s: ${round(run.perSecond)} decisions/s, ` +
+        `p50 ${round(run.p50Ms)} ms, p99 ${round(run.p99Ms)} ms`,
+    );
+    rounds.push(cases);
   }
   return rounds;
 }

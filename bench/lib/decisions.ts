@@ -39,6 +39,8 @@ export async function casesOf(
 
 export interface Decisions {
   decided: number;
+  /** Cases that ended `failed` instead of decided (a budget exceeded, an error). */
+  failed: number;
   perSecond: number;
   p50Ms: number;
   p99Ms: number;
@@ -47,13 +49,15 @@ export interface Decisions {
 /** Decisions per second from the first submission to the last decision; submission-to-decision latency. */
 export function decisionsIn(cases: readonly CaseSummary[]): Decisions {
   const decided = cases.filter((c) => c.decision !== null);
-  if (decided.length === 0) return { decided: 0, perSecond: 0, p50Ms: 0, p99Ms: 0 };
+  const failed = cases.filter((c) => c.status === "failed").length;
+  if (decided.length === 0) return { decided: 0, failed, perSecond: 0, p50Ms: 0, p99Ms: 0 };
   const created = decided.map((c) => Date.parse(c.createdAt));
   const at = decided.map((c) => Date.parse(c.decision?.decidedAt as string));
   const latencies = decided.map((_, i) => (at[i] as number) - (created[i] as number));
   const span = (Math.max(...at) - Math.min(...created)) / 1000;
   return {
     decided: decided.length,
+    failed,
     perSecond: span > 0 ? decided.length / span : 0,
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),

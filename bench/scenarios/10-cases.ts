@@ -1,5 +1,5 @@
-import { decisionsIn } from "../lib/decisions.js";
 import { bareBaseline, rateFigures, saturate, steadyRounds } from "../lib/decisioning.js";
+import { decisionsIn } from "../lib/decisions.js";
 import { runIfMain } from "../lib/harness.js";
 import { median, round } from "../lib/stats.js";
 import type { ResultRow, Scenario } from "../lib/types.js";
@@ -67,12 +67,8 @@ const scenario: Scenario = {
 
       // Submission to decision at half the maximum rate, evenly spaced.
       const half = Math.max(10, Math.round(submitted.requestsPerSecond / 2));
-      const steady = (await steadyRounds(ctx, server, submissions, half, connections)).map(decisionsIn);
-      steady.forEach((run, i) =>
-        ctx.log(
-          `${database}, round ${i + 1} at ${half}/s: ${round(run.perSecond)} decisions/s, ` +
-            `p50 ${round(run.p50Ms)} ms, p99 ${round(run.p99Ms)} ms`,
-        ),
+      const steady = (await steadyRounds(ctx, server, submissions, half, connections, database)).map(
+        decisionsIn,
       );
       const p99 = median(steady.map((r) => r.p99Ms));
       rows.push({
@@ -111,10 +107,7 @@ const scenario: Scenario = {
             "WAL KB": round(work.walBytes / 1024),
           },
         });
-        notes.push(
-          ...workNotes(work),
-          "goals: ≤ 1.5 transactions, ≤ 7 rows, ≤ 6 KB of WAL per decided case",
-        );
+        notes.push(...workNotes(work), "goals: ≤ 1.5 transactions, ≤ 7 rows, ≤ 6 KB of WAL per decided case");
       }
     }
     notes.push(
