@@ -144,7 +144,7 @@ describe("console input", () => {
       body: "Please",
     });
     expect(badAddress.statusCode).toBe(400);
-    expect(badAddress.body).toContain("request.to");
+    expect(badAddress.body).toContain('id="rfi-to-error"');
     const badDeadline = await analyst.browser.post(`/console/cases/${caseId}/rfi`, {
       to: "ada@example.com",
       subject: "Proof",

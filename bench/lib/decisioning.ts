@@ -1,6 +1,6 @@
 import type autocannon from "autocannon";
 import { startBareServer } from "./bare.js";
-import { type CaseSummary, casesOf, decisionsIn, drained } from "./decisions.js";
+import { type CaseSummary, casesOf, decisionsIn, drained, type Work, workPerCase } from "./cases.js";
 import { type LoadResult, paced } from "./load.js";
 import { round } from "./stats.js";
 import type { BenchContext, BenchServer, Figure } from "./types.js";
@@ -133,4 +133,31 @@ export function rateFigures(
     "p99 ms": round(measured.p99Ms),
     "of bare": baseline > 0 ? round(measured.perSecond / baseline) : null,
   };
+}
+
+/**
+ * PostgreSQL's work per decided case (`workPerCase`) over `count` cases submitted at `rate`,
+ * evenly spaced, and decided.
+ */
+export function workOfSubmissions(
+  server: BenchServer,
+  submissions: Submissions,
+  count: number,
+  rate: number,
+): Promise<Work> {
+  return workPerCase(server, async () => {
+    const from = new Date();
+    await paced({
+      url: `${server.url}/cases`,
+      method: "POST",
+      headers: submissions.headers,
+      body: submissions.body,
+      connections: 32,
+      rate,
+      seconds: count / rate,
+    });
+    const to = new Date();
+    await drained(server, submissions.tenantId);
+    return decisionsIn(await casesOf(server, submissions.tenantId, from, to)).decided;
+  });
 }

@@ -1,22 +1,11 @@
-import { bareBaseline, rateFigures, saturate, steadyRounds } from "../lib/decisioning.js";
-import { decisionsIn } from "../lib/decisions.js";
+import { decisionsIn, submission, workNotes } from "../lib/cases.js";
+import { bareBaseline, rateFigures, saturate, steadyRounds, workOfSubmissions } from "../lib/decisioning.js";
 import { runIfMain } from "../lib/harness.js";
 import { median, round } from "../lib/stats.js";
 import type { ResultRow, Scenario } from "../lib/types.js";
-import { workNotes, workPerCase } from "../lib/work.js";
 import { threeNodeRules } from "../lib/workflows.js";
 
 /** Three nodes: two rules, then the decision. The submission path and the engine's common case. */
-
-const submission = JSON.stringify({
-  workflowId: "screen",
-  type: "KYC",
-  payload: { amount: 120 },
-  subject: {
-    displayName: "Ada Lovelace",
-    person: { firstName: "Ada", lastName: "Lovelace", nationality: "GB" },
-  },
-});
 
 const scenario: Scenario = {
   name: "cases",
@@ -92,13 +81,7 @@ const scenario: Scenario = {
 
       if (database === "postgres") {
         const rate = Math.min(500, half);
-        const work = await workPerCase(
-          server,
-          partner.tenantId,
-          { url: server.url, headers, body: submission },
-          counted,
-          rate,
-        );
+        const work = await workOfSubmissions(server, submissions, counted, rate);
         rows.push({
           name: `database work per decided case (${work.decided} cases at ${rate}/s)`,
           figures: {

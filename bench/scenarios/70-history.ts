@@ -1,6 +1,6 @@
 import type { WorkflowDefinition } from "../../src/modules/workflows/workflow.types.js";
-import { bareBaseline, rateFigures, saturate, steadyRounds } from "../lib/decisioning.js";
-import { type CaseSummary, decisionsIn, drained } from "../lib/decisions.js";
+import { type CaseSummary, decisionsIn, drained, workNotes } from "../lib/cases.js";
+import { bareBaseline, rateFigures, saturate, steadyRounds, workOfSubmissions } from "../lib/decisioning.js";
 import { runIfMain } from "../lib/harness.js";
 import {
   customerKey,
@@ -8,12 +8,12 @@ import {
   hotKey,
   ibanKey,
   keyWindows,
+  seedBlockList,
   seedHistory,
   transactionSubject,
 } from "../lib/history.js";
 import { median, round } from "../lib/stats.js";
 import type { BenchContext, ResultRow, Scenario } from "../lib/types.js";
-import { workNotes, workPerCase } from "../lib/work.js";
 
 /**
  * History: an aggregate node with three figures over the customer's past cases, a rules node
@@ -144,7 +144,14 @@ async function measure(
       body: submissionsOf(shape, settings.hotShare),
     };
     const withList = settings.listValues > 0;
-    if (withList) throw new Error("the block list needs the lists module, not in this build yet");
+    if (withList) {
+      await server.admin("PUT", `/admin/tenants/${partner.tenantId}/lists/${LIST_ID}`, {
+        description: "IBANs never to pay",
+      });
+      await server.withDb((db) =>
+        seedBlockList(db, partner.tenantId, LIST_ID, settings.listValues, shape.ibans),
+      );
+    }
     const base = `/admin/tenants/${partner.tenantId}/workflows/history/versions`;
     await server.admin("POST", base, historyWorkflow(withList));
     await server.admin("POST", `${base}/1/publish`);
@@ -225,13 +232,7 @@ async function measure(
 
     if (database === "postgres") {
       const rate = Math.min(500, half);
-      const work = await workPerCase(
-        server,
-        partner.tenantId,
-        { url: server.url, ...submissions },
-        settings.counted,
-        rate,
-      );
+      const work = await workOfSubmissions(server, submissions, settings.counted, rate);
       rows.push({
         name: `database work per decided case (${label}; ${work.decided} cases at ${rate}/s)`,
         figures: {
@@ -263,7 +264,7 @@ const scenario: Scenario = {
       connections: setting("BENCH_HISTORY_CONNECTIONS", 64),
       counted: setting("BENCH_HISTORY_COUNTED", 2000),
       hotShare: Math.min(1, setting("BENCH_HISTORY_HOT_SHARE", 0.1)),
-      listValues: setting("BENCH_HISTORY_LIST_VALUES", 0),
+      listValues: setting("BENCH_HISTORY_LIST_VALUES", 1_000_000),
     };
     const databases = (process.env.BENCH_HISTORY_DATABASES ?? "postgres,pglite").split(",") as Database[];
     const histories = (process.env.BENCH_HISTORY_RUNS ?? "empty,seeded").split(",");

@@ -8,7 +8,7 @@ import type { AppContext } from "../../platform/context.js";
 import { AppError, codeForStatus } from "../../platform/errors.js";
 import { type ConsoleSession, can, type Permission, SESSION_HOURS, sessionFor } from "../users/index.js";
 import type { ConsoleLink } from "./console.seam.js";
-import { ErrorPage, type PageContext, renderPage } from "./views/layout.js";
+import { ErrorPage, type FormProblem, type PageContext, renderPage } from "./views/layout.js";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -51,6 +51,25 @@ export function pageOf(request: FastifyRequest, reply: FastifyReply): PageContex
   };
 }
 
+/**
+ * A form post refused for its input (400, 422): the problems by field, for the page to show beside
+ * each field with what was typed. Anything else is thrown on to the error page.
+ */
+export function problemOf(
+  error: unknown,
+  form: string,
+  values: Record<string, string>,
+  fieldOf: (path: string) => string | undefined = (path) => path,
+): FormProblem {
+  if (!(error instanceof AppError) || (error.status !== 400 && error.status !== 422)) throw error;
+  const fields: Record<string, string> = {};
+  for (const d of error.details ?? []) {
+    const field = fieldOf(d.path);
+    if (field && !fields[field]) fields[field] = d.message;
+  }
+  return { form, message: error.message, fields, values };
+}
+
 export function sendPage(reply: FastifyReply, node: VNode, status = 200): FastifyReply {
   return reply.status(status).type("text/html; charset=utf-8").send(renderPage(node));
 }
@@ -78,7 +97,7 @@ export function sessionCookieOptions(ctx: AppContext) {
 }
 
 function securityHeaders(ctx: AppContext, reply: FastifyReply): void {
-  const uploads = new URL(ctx.config.publicUrl).origin;
+  const uploads = ctx.blobs.uploadOrigin;
   reply.headers({
     "content-security-policy": [
       "default-src 'self'",

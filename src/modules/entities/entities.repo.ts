@@ -2,7 +2,7 @@ import { type RawBuilder, type Selectable, sql } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
 import type { AcceptedCase } from "../cases/index.js";
 import type { EntitiesTable } from "./entities.tables.js";
-import { entityId, entityKeysOf, transactionAmount } from "./keys.js";
+import { ENTITY_TYPES, entityId, entityKeysOf, normalizeValue, transactionAmount } from "./keys.js";
 
 export type EntityRow = Selectable<EntitiesTable>;
 
@@ -158,4 +158,22 @@ export async function relatedCases(db: Executor, tenantId: string, caseId: strin
   return rows
     .sort((a, b) => b.case_time.getTime() - a.case_time.getTime() || (a.case_id < b.case_id ? 1 : -1))
     .slice(0, limit);
+}
+
+/**
+ * The ids of a tenant's cases linked to an entity of any type holding this value (as each type
+ * normalises it), as a subquery for another module's query of cases. The entities' ids are
+ * derived from their keys, so no entity is read to find them.
+ */
+export function casesWithIdentifier(db: Executor, tenantId: string, value: string) {
+  const ids = [
+    ...new Set(
+      ENTITY_TYPES.flatMap((type) => {
+        const normal = normalizeValue(type, value);
+        return normal === "" ? [] : [entityId(tenantId, type, normal)];
+      }),
+    ),
+  ];
+  const query = db.selectFrom("case_entities").select("case_id").where("tenant_id", "=", tenantId);
+  return ids.length > 0 ? query.where("entity_id", "in", ids) : query.where(sql<boolean>`false`);
 }

@@ -30,6 +30,8 @@ export {
   getRelatedCases,
 } from "./entities.service.js";
 export {
+  /** The types of entities: the customer, and every identifier type but the customer id's. */
+  ENTITY_TYPES,
   /** The entity keys of a case's subject, normalised, each with its role. */
   entityKeysOf,
   /** A value as entities of its type store and match it. */

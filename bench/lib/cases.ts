@@ -1,10 +1,99 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { sql } from "kysely";
 import type { Db } from "../../src/platform/db/index.js";
-import { casesOf, decisionsIn, drained } from "./decisions.js";
-import { paced } from "./load.js";
-import { round } from "./stats.js";
+import { percentile, round } from "./stats.js";
 import type { BenchServer } from "./types.js";
+
+/** A KYC submission to the three-node workflow of bench/lib/workflows.ts (`screen`). */
+export const submission = JSON.stringify({
+  workflowId: "screen",
+  type: "KYC",
+  payload: { amount: 120 },
+  subject: {
+    displayName: "Ada Lovelace",
+    person: { firstName: "Ada", lastName: "Lovelace", nationality: "GB" },
+  },
+});
+
+export interface CaseSummary {
+  caseId: string;
+  status: string;
+  externalCustomerId: string | null;
+  createdAt: string;
+  decision: { decidedAt: string } | null;
+}
+
+/** Every case of the tenant created in [from, to), through the operator API (either database). */
+export async function casesOf(
+  server: BenchServer,
+  tenantId: string,
+  from: Date,
+  to: Date,
+): Promise<CaseSummary[]> {
+  const all: CaseSummary[] = [];
+  let cursor: string | null = null;
+  do {
+    const query = new URLSearchParams({
+      tenantId,
+      createdFrom: from.toISOString(),
+      createdTo: to.toISOString(),
+      limit: "100",
+      ...(cursor ? { cursor } : {}),
+    });
+    const page: { cases: CaseSummary[]; nextCursor: string | null } = await server.admin(
+      "GET",
+      `/admin/cases?${query}`,
+    );
+    all.push(...page.cases);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return all;
+}
+
+export interface Decisions {
+  decided: number;
+  /** Cases that ended `failed` instead of decided (a budget exceeded, an error). */
+  failed: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/** Decisions per second from the first submission to the last decision; submission-to-decision latency. */
+export function decisionsIn(cases: readonly CaseSummary[]): Decisions {
+  const decided = cases.filter((c) => c.decision !== null);
+  const failed = cases.filter((c) => c.status === "failed").length;
+  if (decided.length === 0) return { decided: 0, failed, perSecond: 0, p50Ms: 0, p99Ms: 0 };
+  const created = decided.map((c) => Date.parse(c.createdAt));
+  const at = decided.map((c) => Date.parse(c.decision?.decidedAt as string));
+  const latencies = decided.map((_, i) => (at[i] as number) - (created[i] as number));
+  const span = (Math.max(...at) - Math.min(...created)) / 1000;
+  return {
+    decided: decided.length,
+    failed,
+    perSecond: span > 0 ? decided.length / span : 0,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+  };
+}
+
+/** Waits until no case of the tenant is still on its way to a decision. */
+export async function drained(server: BenchServer, tenantId: string, timeoutMs = 600_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let busy = 0;
+    for (const status of ["received", "running"]) {
+      const page: { cases: unknown[] } = await server.admin(
+        "GET",
+        `/admin/cases?tenantId=${tenantId}&status=${status}&limit=1`,
+      );
+      busy += page.cases.length;
+    }
+    if (busy === 0) return;
+    if (Date.now() > deadline) throw new Error(`cases still undecided after ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
 
 interface Counters {
   commits: number;
@@ -53,45 +142,20 @@ export interface Work {
   byTable: string[];
 }
 
-/** Where the counted cases go: `POST {url}/cases` with these headers and bodies. */
-export interface Submitter {
-  url: string;
-  headers: Record<string, string>;
-  /** One body for every request, or a new body per request. */
-  body: string | (() => string);
-}
-
 /**
- * PostgreSQL's own counters over `count` cases submitted at `rate` and decided: transactions
- * committed on the service's database, rows written (inserted, updated, deleted) by table, and
- * WAL written, per decided case. WAL is the server's: other databases' work in the window (their
- * commits are reported) adds to it.
+ * PostgreSQL's own counters over a load that `run` puts on the service and waits out: transactions
+ * committed on the service's database, rows written (inserted, updated, deleted) by table, and WAL
+ * written, per case `run` reports done. WAL is the server's: other databases' work in the window
+ * (their commits are reported) adds to it.
  */
-export async function workPerCase(
-  server: BenchServer,
-  tenantId: string,
-  target: Submitter,
-  count: number,
-  rate: number,
-): Promise<Work> {
+export async function workPerCase(server: BenchServer, run: () => Promise<number>): Promise<Work> {
   // pg_walinspect reads the WAL between two positions, to count this database's records only.
   await server.withDb((db) => sql`CREATE EXTENSION IF NOT EXISTS pg_walinspect`.execute(db.root));
   // An idle backend reports its counters within 10 s (PostgreSQL's PGSTAT_IDLE_INTERVAL): let the
   // work before this measurement be counted before it starts.
   await sleep(11_000);
   const before = await server.withDb(counters);
-  const from = new Date();
-  await paced({
-    url: `${target.url}/cases`,
-    method: "POST",
-    headers: target.headers,
-    body: target.body,
-    connections: 32,
-    rate,
-    seconds: count / rate,
-  });
-  const to = new Date();
-  await drained(server, tenantId);
+  const decided = await run();
   await sleep(11_000);
   const after = await server.withDb(counters);
   const wal = await server.withDb(async (db) => {
@@ -117,7 +181,6 @@ export async function workPerCase(
       return { server, mine: server, fpi: 0, inspected: false };
     }
   });
-  const decided = decisionsIn(await casesOf(server, tenantId, from, to)).decided;
   let rows = 0;
   const byTable: string[] = [];
   for (const [table, a] of after.tables) {
