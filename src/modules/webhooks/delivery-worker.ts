@@ -137,7 +137,10 @@ export class DeliveryWorker implements BackgroundWorker {
 
   async #claim(limit: number): Promise<number> {
     const claimId = uuid();
-    const claimed = await claimDeliveries(this.#ctx.db, claimId, limit, this.#leaseSeconds);
+    const claimed = await claimDeliveries(this.#ctx.db, claimId, limit, this.#leaseSeconds, {
+      full: this.#gate.full(),
+      perEndpoint: this.#ctx.config.webhookEndpointConcurrency,
+    });
     if (claimed.length === 0) return 0;
     this.#claims.set(claimId, claimed.length);
     for (const at of claimed) {
