@@ -2,6 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { errorResponse } from "../../platform/openapi.js";
+import { routeGroup } from "../../platform/route-group.js";
 import { DECISION_VALUES } from "../case-model/index.js";
 import {
   closeCase,
@@ -47,49 +48,43 @@ const ErrorBody = Type.Object(
 );
 
 export function casesAdminRoutes(app: App, ctx: AppContext): void {
-  app.post(
+  const operator = routeGroup(app, ["operator: cases"], { admin: true });
+
+  operator.post(
     "/admin/cases/:caseId/decision",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: cases"],
-        operationId: "overrideDecision",
-        summary: "Override a case's decision (appends to the history; emits case.decision_overridden)",
-        description:
-          "Appends the analyst's decision to `decisionHistory`, makes it the current one and emits `case.decision_overridden`. 409 when the case has no decision to override or is closed.",
-        params: Type.Object({ caseId: Type.String() }),
-        body: Type.Object(
-          {
-            value: Type.Enum([...DECISION_VALUES]),
-            actor: Actor,
-            reason: Type.Optional(Type.String({ maxLength: 2000 })),
-          },
-          { additionalProperties: false },
-        ),
-        response: {
-          200: CaseRecord,
-          409: errorResponse("The case is closed, or has no decision to override"),
+      operationId: "overrideDecision",
+      summary: "Override a case's decision (appends to the history; emits case.decision_overridden)",
+      description:
+        "Appends the analyst's decision to `decisionHistory`, makes it the current one and emits `case.decision_overridden`. 409 when the case has no decision to override or is closed.",
+      params: Type.Object({ caseId: Type.String() }),
+      body: Type.Object(
+        {
+          value: Type.Enum([...DECISION_VALUES]),
+          actor: Actor,
+          reason: Type.Optional(Type.String({ maxLength: 2000 })),
         },
+        { additionalProperties: false },
+      ),
+      response: {
+        200: CaseRecord,
+        409: errorResponse("The case is closed, or has no decision to override"),
       },
     },
     async (request) => overrideDecision(ctx, request.params.caseId, request.body),
   );
 
-  app.post(
+  operator.post(
     "/admin/cases/:caseId/close",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: cases"],
-        operationId: "closeCase",
-        summary: "Close a case for good",
-        description: "A closed case is terminal: it takes no more actions, answers or overrides.",
-        params: Type.Object({ caseId: Type.String() }),
-        body: Type.Object({ actor: Actor }, { additionalProperties: false }),
-        response: {
-          200: CaseRecord,
-          409: errorResponse("The case is closed, or has no decision to override"),
-        },
+      operationId: "closeCase",
+      summary: "Close a case for good",
+      description: "A closed case is terminal: it takes no more actions, answers or overrides.",
+      params: Type.Object({ caseId: Type.String() }),
+      body: Type.Object({ actor: Actor }, { additionalProperties: false }),
+      response: {
+        200: CaseRecord,
+        409: errorResponse("The case is closed, or has no decision to override"),
       },
     },
     async (request) => closeCase(ctx, request.params.caseId, request.body),
@@ -145,47 +140,39 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.get(
+  operator.get(
     "/admin/cases",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: cases"],
-        summary: "List cases across tenants, or one tenant's, newest first",
-        description:
-          "The filters of `GET /cases`, plus `tenantId` and `dryRun` (dry-run cases are left out unless " +
-          "`dryRun=true`, which lists only them). Keyset-paged: pass `nextCursor` back as `cursor`. " +
-          "400 for a bad parameter or cursor; 401 without the operator token.",
-        operationId: "listCasesAsOperator",
-        querystring: AdminCaseListQuery,
-        response: {
-          200: Type.Object({
-            cases: Type.Array(AdminCaseSummary),
-            nextCursor: Type.Union([Type.String(), Type.Null()]),
-          }),
-          400: ErrorBody,
-          401: ErrorBody,
-        },
+      summary: "List cases across tenants, or one tenant's, newest first",
+      description:
+        "The filters of `GET /cases`, plus `tenantId` and `dryRun` (dry-run cases are left out unless " +
+        "`dryRun=true`, which lists only them). Keyset-paged: pass `nextCursor` back as `cursor`. " +
+        "400 for a bad parameter or cursor; 401 without the operator token.",
+      operationId: "listCasesAsOperator",
+      querystring: AdminCaseListQuery,
+      response: {
+        200: Type.Object({
+          cases: Type.Array(AdminCaseSummary),
+          nextCursor: Type.Union([Type.String(), Type.Null()]),
+        }),
+        400: ErrorBody,
+        401: ErrorBody,
       },
     },
     async (request) => listCasesAsOperator(ctx, request.query),
   );
 
-  app.get(
+  operator.get(
     "/admin/cases/:caseId",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: cases"],
-        summary: "Read a case with its tenant and the trace of its workflow run",
-        description:
-          "The record of `GET /cases/{caseId}` plus `tenantId` and `trace`: every node the case went " +
-          "through, in order, with why it went where it went. 401 without the operator token; 404 for " +
-          "an unknown case.",
-        operationId: "getCaseAsOperator",
-        params: Type.Object({ caseId: Type.String() }),
-        response: { 200: AdminCaseRecord, 401: ErrorBody, 404: ErrorBody },
-      },
+      summary: "Read a case with its tenant and the trace of its workflow run",
+      description:
+        "The record of `GET /cases/{caseId}` plus `tenantId` and `trace`: every node the case went " +
+        "through, in order, with why it went where it went. 401 without the operator token; 404 for " +
+        "an unknown case.",
+      operationId: "getCaseAsOperator",
+      params: Type.Object({ caseId: Type.String() }),
+      response: { 200: AdminCaseRecord, 401: ErrorBody, 404: ErrorBody },
     },
     async (request) => getCaseAsOperator(ctx, request.params.caseId),
   );

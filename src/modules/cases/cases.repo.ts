@@ -1,6 +1,6 @@
 import { type RawBuilder, type Selectable, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
-import { type Executor, findRow, jsonOrNull, updateRows } from "../../platform/db/index.js";
+import { type Executor, findRow, jsonOrNull, keysetPage, updateRows } from "../../platform/db/index.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
 import type { CaseAcceptHook } from "./cases.seam.js";
 import type { CasesTable } from "./cases.tables.js";
@@ -78,11 +78,12 @@ export async function insertCases(
     .insertInto("cases")
     .values(cases.map(caseValues))
     .onConflict((oc) => oc.columns(["tenant_id", "idempotency_key"]).doNothing())
-    .returning(["id", sql<Date>`coalesce(event_timestamp, created_at)`.as("case_time")]);
+    .returning(["id", sql<Date>`coalesce(event_timestamp, created_at)`.as("case_time"), "created_at"]);
   // What other features write with the cases (their entities), in this one statement.
   const accepted = cases.map((c) => ({
     id: c.id,
     tenantId: c.tenantId,
+    type: c.type,
     subject: c.subject,
     externalCustomerId: c.externalCustomerId,
     dryRun: c.dryRun,
@@ -98,11 +99,7 @@ export async function insertCases(
   return new Set(rows.map((r) => r.id));
 }
 
-export function findCaseByIdempotencyKey(
-  db: Executor,
-  tenantId: string,
-  key: string,
-): Promise<CaseRow | undefined> {
+export function findCaseByIdempotencyKey(db: Executor, tenantId: string, key: string) {
   return findRow(db, "cases", { tenant_id: tenantId, idempotency_key: key });
 }
 
@@ -219,15 +216,8 @@ function pageOfCases(
       ),
     );
   }
-  if (after) {
-    query = query.where((eb) =>
-      eb.or([
-        eb("created_at", "<", after.createdAt),
-        eb.and([eb("created_at", "=", after.createdAt), eb("id", "<", after.id)]),
-      ]),
-    );
-  }
-  return query.orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).execute();
+  const position = after && ([after.createdAt, after.id] as const);
+  return keysetPage(query, ["created_at", "id"], "desc", position, limit).execute();
 }
 
 /** A case's new state after a step, as the engine writes it with the other cases of its batch. */
@@ -325,4 +315,13 @@ export async function findCaseTenant(db: Executor, caseId: string): Promise<stri
   if (!isUuid(caseId)) return undefined;
   const row = await db.selectFrom("cases").select("tenant_id").where("id", "=", caseId).executeTakeFirst();
   return row?.tenant_id;
+}
+
+/** The ids of the tenant's cases whose current decision is this one (a subquery, for others' filters). */
+export function casesDecided(db: Executor, tenantId: string, decision: string) {
+  return db
+    .selectFrom("cases")
+    .select("id")
+    .where("tenant_id", "=", tenantId)
+    .where(sql<string>`decision->>'value'`, "=", decision);
 }

@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { routeGroup } from "../../platform/route-group.js";
 import { partnerOf } from "../auth/index.js";
 import { CaseList, CaseListQuery, CaseRecord, CaseSubmission, SubmissionResponse } from "./cases.schemas.js";
 import {
@@ -12,6 +13,8 @@ import {
 } from "./cases.service.js";
 
 export function casesRoutes(app: App, ctx: AppContext): void {
+  const read = routeGroup(app, ["cases"], { scope: "cases:read" });
+
   app.post(
     "/cases",
     {
@@ -38,35 +41,27 @@ export function casesRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.get(
+  read.get(
     "/cases/:caseId",
     {
-      config: { scope: "cases:read" },
-      schema: {
-        tags: ["cases"],
-        operationId: "getCase",
-        summary: "Read a case with its decision, history, tags and information requests",
-        description:
-          "The case's status, subject, payload, the decision with its whole history, the workflow result, tags and information requests.",
-        params: Type.Object({ caseId: Type.String() }),
-        response: { 200: CaseRecord },
-      },
+      operationId: "getCase",
+      summary: "Read a case with its decision, history, tags and information requests",
+      description:
+        "The case's status, subject, payload, the decision with its whole history, the workflow result, tags and information requests.",
+      params: Type.Object({ caseId: Type.String() }),
+      response: { 200: CaseRecord },
     },
     async (request) => getCase(ctx, partnerOf(request).tenantId, request.params.caseId),
   );
 
-  app.get(
+  read.get(
     "/cases",
     {
-      config: { scope: "cases:read" },
-      schema: {
-        tags: ["cases"],
-        operationId: "listCases",
-        summary: "List cases, newest first, with keyset paging",
-        description: "Pass `nextCursor` back as `cursor` for the next page; it is null on the last page.",
-        querystring: CaseListQuery,
-        response: { 200: CaseList },
-      },
+      operationId: "listCases",
+      summary: "List cases, newest first, with keyset paging",
+      description: "Pass `nextCursor` back as `cursor` for the next page; it is null on the last page.",
+      querystring: CaseListQuery,
+      response: { 200: CaseList },
     },
     async (request) => listTenantCases(ctx, partnerOf(request).tenantId, request.query),
   );

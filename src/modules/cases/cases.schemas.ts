@@ -154,13 +154,18 @@ export const CaseTag = Type.Object({
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
-export const CaseRecord = Type.Object({
+/** The fields a case record and a case summary both begin with (as `caseIdentity` in the service). */
+const caseIdentity = () => ({
   caseId: Type.String({ format: "uuid" }),
   requestId: Type.String(),
   status: literals(CASE_STATUSES),
   type: literals(CASE_TYPES),
   workflowId: Type.String(),
   workflowVersion: Type.Integer(),
+});
+
+export const CaseRecord = Type.Object({
+  ...caseIdentity(),
   subject: Subject,
   payload: Json,
   metadata: Json,
@@ -180,12 +185,7 @@ export const CaseRecord = Type.Object({
 });
 
 export const CaseSummary = Type.Object({
-  caseId: Type.String({ format: "uuid" }),
-  requestId: Type.String(),
-  status: literals(CASE_STATUSES),
-  type: literals(CASE_TYPES),
-  workflowId: Type.String(),
-  workflowVersion: Type.Integer(),
+  ...caseIdentity(),
   displayName: Nullable(Type.String()),
   externalCustomerId: Nullable(Type.String()),
   decision: Nullable(Decision),

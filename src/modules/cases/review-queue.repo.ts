@@ -1,5 +1,5 @@
 import { type SelectQueryBuilder, sql } from "kysely";
-import type { Database, Executor } from "../../platform/db/index.js";
+import { type Database, type Executor, keysetPage } from "../../platform/db/index.js";
 
 // The review queue's read of the cases table, for the console. Filters on what other modules
 // keep of a case (its tags) come in as a subquery of case ids written by their owner.
@@ -63,15 +63,8 @@ export function listQueue(
   if (f.workflowId) query = query.where("workflow_id", "=", f.workflowId);
   if (f.createdBefore) query = query.where("created_at", "<", f.createdBefore);
   if (f.among) query = query.where("id", "in", f.among);
-  if (after) {
-    query = query.where((eb) =>
-      eb.or([
-        eb("created_at", ">", after.createdAt),
-        eb.and([eb("created_at", "=", after.createdAt), eb("id", ">", after.id)]),
-      ]),
-    );
-  }
-  return query.orderBy("created_at", "asc").orderBy("id", "asc").limit(limit).execute();
+  const position = after && ([after.createdAt, after.id] as const);
+  return keysetPage(query, ["created_at", "id"], "asc", position, limit).execute();
 }
 
 /** How many cases each tab holds, counted up to `cap` (a tab shows "1000+" past it). */

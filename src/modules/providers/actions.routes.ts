@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { routeGroup } from "../../platform/route-group.js";
 import { partnerOf } from "../auth/index.js";
 import { invokeDurableAction, invokePendingAction, listDurableActions } from "./actions.service.js";
 
@@ -35,6 +36,8 @@ async function emptyBodyIsEmptyObject(request: { body: unknown }): Promise<void>
 }
 
 export function actionsRoutes(app: App, ctx: AppContext): void {
+  const read = routeGroup(app, ["durable actions"], { scope: "cases:read" });
+
   app.post(
     "/pending/:handle/actions/:actionId",
     {
@@ -65,26 +68,22 @@ export function actionsRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.get(
+  read.get(
     "/cases/:caseId/actions",
     {
-      config: { scope: "cases:read" },
-      schema: {
-        tags: ["durable actions"],
-        operationId: "listDurableActions",
-        summary: "The durable actions of the brokers that ran on the case",
-        description: "Valid after the decision too. 404: unknown case.",
-        params: Type.Object({ caseId: Type.String() }),
-        response: {
-          200: Type.Object({
-            actions: Type.Array(
-              Type.Object({ brokerId: Type.String(), id: Type.String(), label: Type.String() }),
-            ),
-          }),
-          401: ErrorBody,
-          403: ErrorBody,
-          404: ErrorBody,
-        },
+      operationId: "listDurableActions",
+      summary: "The durable actions of the brokers that ran on the case",
+      description: "Valid after the decision too. 404: unknown case.",
+      params: Type.Object({ caseId: Type.String() }),
+      response: {
+        200: Type.Object({
+          actions: Type.Array(
+            Type.Object({ brokerId: Type.String(), id: Type.String(), label: Type.String() }),
+          ),
+        }),
+        401: ErrorBody,
+        403: ErrorBody,
+        404: ErrorBody,
       },
     },
     async (request) => ({

@@ -2,6 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { emptyResponse } from "../../platform/openapi.js";
+import { routeGroup } from "../../platform/route-group.js";
 import {
   DEFAULT_VENDOR_TIMEOUT_MS,
   getProviderConfig,
@@ -33,36 +34,34 @@ const Params = Type.Object({ tenantId: Type.String(), brokerId: Type.String() })
 const TAGS = ["operator: providers"];
 
 export function providerConfigsRoutes(app: App, ctx: AppContext): void {
-  app.put(
+  const operator = routeGroup(app, TAGS, { admin: true });
+
+  operator.put(
     "/admin/tenants/:tenantId/providers/:brokerId",
     {
-      config: { admin: true },
-      schema: {
-        tags: TAGS,
-        operationId: "putProviderConfig",
-        summary: "Configure a verification provider for a tenant",
-        description:
-          "`sumsub`: `credentials: {appToken, secretKey}` and `webhookSecret` (kept when omitted on a later " +
-          "update). `opensanctions`: `credentials: {apiKey}`. Credentials and secrets are stored encrypted and " +
-          "never returned. Unless private targets are allowed, a `baseUrl` resolving to a private address is " +
-          "refused. 400 lists every problem; 404 for an unknown tenant or broker.",
-        params: Params,
-        body: Type.Object(
-          {
-            baseUrl: Type.String({
-              minLength: 1,
-              description: "The vendor's API, its sandbox, or a simulator",
-            }),
-            credentials: Type.Object({}, { additionalProperties: true }),
-            webhookSecret: Type.Optional(Type.String({ maxLength: 512 })),
-            timeoutMs: Type.Optional(
-              Type.Integer({ minimum: 100, maximum: 60_000, default: DEFAULT_VENDOR_TIMEOUT_MS }),
-            ),
-          },
-          { additionalProperties: false },
-        ),
-        response: { 200: ProviderConfig, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
-      },
+      operationId: "putProviderConfig",
+      summary: "Configure a verification provider for a tenant",
+      description:
+        "`sumsub`: `credentials: {appToken, secretKey}` and `webhookSecret` (kept when omitted on a later " +
+        "update). `opensanctions`: `credentials: {apiKey}`. Credentials and secrets are stored encrypted and " +
+        "never returned. Unless private targets are allowed, a `baseUrl` resolving to a private address is " +
+        "refused. 400 lists every problem; 404 for an unknown tenant or broker.",
+      params: Params,
+      body: Type.Object(
+        {
+          baseUrl: Type.String({
+            minLength: 1,
+            description: "The vendor's API, its sandbox, or a simulator",
+          }),
+          credentials: Type.Object({}, { additionalProperties: true }),
+          webhookSecret: Type.Optional(Type.String({ maxLength: 512 })),
+          timeoutMs: Type.Optional(
+            Type.Integer({ minimum: 100, maximum: 60_000, default: DEFAULT_VENDOR_TIMEOUT_MS }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      response: { 200: ProviderConfig, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
     },
     async (request) =>
       putProviderConfig(ctx, request.params.tenantId, request.params.brokerId, {
@@ -71,56 +70,44 @@ export function providerConfigsRoutes(app: App, ctx: AppContext): void {
       }),
   );
 
-  app.get(
+  operator.get(
     "/admin/tenants/:tenantId/providers",
     {
-      config: { admin: true },
-      schema: {
-        tags: TAGS,
-        operationId: "listProviderConfigs",
-        summary: "List a tenant's provider configurations (never the credentials)",
-        description: "404 for an unknown tenant.",
-        params: Type.Object({ tenantId: Type.String() }),
-        response: {
-          200: Type.Object({ providers: Type.Array(ProviderConfig) }),
-          401: ErrorBody,
-          404: ErrorBody,
-        },
+      operationId: "listProviderConfigs",
+      summary: "List a tenant's provider configurations (never the credentials)",
+      description: "404 for an unknown tenant.",
+      params: Type.Object({ tenantId: Type.String() }),
+      response: {
+        200: Type.Object({ providers: Type.Array(ProviderConfig) }),
+        401: ErrorBody,
+        404: ErrorBody,
       },
     },
     async (request) => ({ providers: await getProviderConfigs(ctx, request.params.tenantId) }),
   );
 
-  app.get(
+  operator.get(
     "/admin/tenants/:tenantId/providers/:brokerId",
     {
-      config: { admin: true },
-      schema: {
-        tags: TAGS,
-        operationId: "getProviderConfig",
-        summary: "Read one provider configuration (never the credentials)",
-        description: "404 for an unknown tenant or broker, or a broker the tenant has not configured.",
-        params: Params,
-        response: { 200: ProviderConfig, 401: ErrorBody, 404: ErrorBody },
-      },
+      operationId: "getProviderConfig",
+      summary: "Read one provider configuration (never the credentials)",
+      description: "404 for an unknown tenant or broker, or a broker the tenant has not configured.",
+      params: Params,
+      response: { 200: ProviderConfig, 401: ErrorBody, 404: ErrorBody },
     },
     async (request) => getProviderConfig(ctx, request.params.tenantId, request.params.brokerId),
   );
 
-  app.delete(
+  operator.delete(
     "/admin/tenants/:tenantId/providers/:brokerId",
     {
-      config: { admin: true },
-      schema: {
-        tags: TAGS,
-        operationId: "deleteProviderConfig",
-        summary: "Delete a provider configuration",
-        description:
-          "Workflow versions naming the broker can no longer be published or dry-run, and the inbound " +
-          "webhook URL answers 404. 404 when there is no such configuration.",
-        params: Params,
-        response: { 204: emptyResponse("Deleted"), 401: ErrorBody, 404: ErrorBody },
-      },
+      operationId: "deleteProviderConfig",
+      summary: "Delete a provider configuration",
+      description:
+        "Workflow versions naming the broker can no longer be published or dry-run, and the inbound " +
+        "webhook URL answers 404. 404 when there is no such configuration.",
+      params: Params,
+      response: { 204: emptyResponse("Deleted"), 401: ErrorBody, 404: ErrorBody },
     },
     async (request, reply) => {
       await removeProviderConfig(ctx, request.params.tenantId, request.params.brokerId);

@@ -30,19 +30,12 @@ export interface ProviderConfigValues {
   timeoutMs: number;
 }
 
-export function findProviderConfig(
-  db: Executor,
-  tenantId: string,
-  brokerId: string,
-): Promise<ProviderConfigRow | undefined> {
+export function findProviderConfig(db: Executor, tenantId: string, brokerId: string) {
   return findRow(db, "provider_configs", { tenant_id: tenantId, broker_id: brokerId });
 }
 
 /** The configuration an inbound webhook URL names; the token alone identifies the tenant. */
-export function findProviderConfigByInboundToken(
-  db: Executor,
-  inboundToken: string,
-): Promise<ProviderConfigRow | undefined> {
+export function findProviderConfigByInboundToken(db: Executor, inboundToken: string) {
   return findRow(db, "provider_configs", { inbound_token: inboundToken });
 }
 
@@ -134,15 +127,11 @@ export async function insertRun(db: Executor, tenantId: string, run: NewRun): Pr
 }
 
 /** The run paused on a wait: the pending handle of endpoint 5 is the wait's id. */
-export function findRunByWait(
-  db: Executor,
-  tenantId: string,
-  waitId: string,
-): Promise<ProviderRunRow | undefined> {
+export function findRunByWait(db: Executor, tenantId: string, waitId: string) {
   return findRow(db, "provider_runs", { tenant_id: tenantId, wait_id: waitId });
 }
 
-export function findRun(db: Executor, tenantId: string, runId: string): Promise<ProviderRunRow | undefined> {
+export function findRun(db: Executor, tenantId: string, runId: string) {
   return findRow(db, "provider_runs", { tenant_id: tenantId, id: runId });
 }
 
@@ -271,11 +260,7 @@ export async function insertEventOnce(db: Executor, tenantId: string, event: New
   return row !== undefined;
 }
 
-export function findEvent(
-  db: Executor,
-  tenantId: string,
-  eventId: string,
-): Promise<ProviderEventRow | undefined> {
+export function findEvent(db: Executor, tenantId: string, eventId: string) {
   return findRow(db, "provider_events", { tenant_id: tenantId, id: eventId });
 }
 

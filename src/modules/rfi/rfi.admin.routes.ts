@@ -3,6 +3,7 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError } from "../../platform/errors.js";
 import { errorResponse } from "../../platform/openapi.js";
+import { routeGroup } from "../../platform/route-group.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import { AdminAnswerBody, AdminRaiseBody } from "./rfi.schemas.js";
 import {
@@ -43,21 +44,19 @@ function optionalActor(body: unknown): string | undefined {
 
 /** The operator API of information requests (analysts act through it). */
 export function rfiAdminRoutes(app: App, ctx: AppContext): void {
-  app.post(
+  const operator = routeGroup(app, TAGS, { admin: true, errorStyle: "rfi" });
+
+  operator.post(
     "/admin/cases/:caseId/rfi",
     {
-      config: { admin: true, errorStyle: "rfi" },
-      schema: {
-        tags: TAGS,
-        operationId: "raiseInformationRequestAsAnalyst",
-        summary: "Raise an information request as an analyst",
-        description: "`requested_by` is `analyst:<actor>`, `source` `analyst`; emits `case.rfi_requested`.",
-        params: CaseParams,
-        body: AdminRaiseBody,
-        response: {
-          201: InformationRequestSchema,
-          409: errorResponse("`case_terminal` (closed or failed case) or `dry_run`", "rfi"),
-        },
+      operationId: "raiseInformationRequestAsAnalyst",
+      summary: "Raise an information request as an analyst",
+      description: "`requested_by` is `analyst:<actor>`, `source` `analyst`; emits `case.rfi_requested`.",
+      params: CaseParams,
+      body: AdminRaiseBody,
+      response: {
+        201: InformationRequestSchema,
+        409: errorResponse("`case_terminal` (closed or failed case) or `dry_run`", "rfi"),
       },
     },
     async (request, reply) => {
@@ -74,18 +73,14 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.get(
+  operator.get(
     "/admin/cases/:caseId/rfi",
     {
-      config: { admin: true, errorStyle: "rfi" },
-      schema: {
-        tags: TAGS,
-        operationId: "listInformationRequestsAsOperator",
-        summary: "List a case's information requests with answers and documents",
-        description: "Oldest first, each with its answer and documents.",
-        params: CaseParams,
-        response: { 200: Type.Object({ informationRequests: Type.Array(InformationRequestSchema) }) },
-      },
+      operationId: "listInformationRequestsAsOperator",
+      summary: "List a case's information requests with answers and documents",
+      description: "Oldest first, each with its answer and documents.",
+      params: CaseParams,
+      response: { 200: Type.Object({ informationRequests: Type.Array(InformationRequestSchema) }) },
     },
     async (request) => {
       const tenantId = await tenantOfCase(ctx, request.params.caseId);
@@ -93,41 +88,33 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.post(
+  operator.post(
     "/admin/cases/:caseId/rfi/:rfiId/remind",
     {
-      config: { admin: true, errorStyle: "rfi" },
-      schema: {
-        tags: TAGS,
-        operationId: "remindInformationRequest",
-        summary: "Send a pending request's case.rfi_requested again (a reminder)",
-        description: "Same `rfi_id`, a fresh `webhookId`. 409 `not_pending` unless the request is pending.",
-        params: RfiParams,
-        response: {
-          200: InformationRequestSchema,
-          409: errorResponse("`not_pending`: the request is not pending", "rfi"),
-        },
+      operationId: "remindInformationRequest",
+      summary: "Send a pending request's case.rfi_requested again (a reminder)",
+      description: "Same `rfi_id`, a fresh `webhookId`. 409 `not_pending` unless the request is pending.",
+      params: RfiParams,
+      response: {
+        200: InformationRequestSchema,
+        409: errorResponse("`not_pending`: the request is not pending", "rfi"),
       },
     },
     async (request) => remindRequest(ctx, request.params.caseId, request.params.rfiId),
   );
 
-  app.post(
+  operator.post(
     "/admin/cases/:caseId/rfi/:rfiId/cancel",
     {
-      config: { admin: true, errorStyle: "rfi" },
-      schema: {
-        tags: TAGS,
-        operationId: "cancelInformationRequest",
-        summary: "Cancel a pending request",
-        description:
-          "Optional body `{actor}` records who cancelled. A workflow node waiting on the request continues " +
-          "(`onCancelled`). Cancelling again answers 200 unchanged; an answered or expired request is 409 `not_pending`.",
-        params: RfiParams,
-        response: {
-          200: InformationRequestSchema,
-          409: errorResponse("`not_pending`: the request is not pending", "rfi"),
-        },
+      operationId: "cancelInformationRequest",
+      summary: "Cancel a pending request",
+      description:
+        "Optional body `{actor}` records who cancelled. A workflow node waiting on the request continues " +
+        "(`onCancelled`). Cancelling again answers 200 unchanged; an answered or expired request is 409 `not_pending`.",
+      params: RfiParams,
+      response: {
+        200: InformationRequestSchema,
+        409: errorResponse("`not_pending`: the request is not pending", "rfi"),
       },
     },
     async (request) =>
@@ -154,24 +141,21 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
     async (request) => answerAsAnalyst(ctx, request.params.caseId, request.params.rfiId, request.body),
   );
 
-  app.get(
+  operator.get(
     "/admin/cases/:caseId/documents/:uploadId",
     {
-      config: { admin: true, errorStyle: "rfi" },
-      schema: {
-        tags: TAGS,
-        operationId: "downloadDocument",
-        summary: "Download an uploaded document",
-        description:
-          "The stored bytes with their stored content type, as an attachment. The service never inspects " +
-          "document content: open it with the care due to any file from outside.",
-        params: Type.Object({ caseId: Type.String(), uploadId: Type.String() }),
-        response: {
-          200: {
-            description: "The document's bytes, with its stored content type",
-            content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
-          },
+      operationId: "downloadDocument",
+      summary: "Download an uploaded document",
+      description:
+        "The stored bytes with their stored content type, as an attachment. The service never inspects " +
+        "document content: open it with the care due to any file from outside.",
+      params: Type.Object({ caseId: Type.String(), uploadId: Type.String() }),
+      response: {
+        200: {
+          description: "The document's bytes, with its stored content type",
+          content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
         },
+        503: errorResponse("`unavailable`: document storage cannot be reached", "rfi"),
       },
     },
     async (request, reply) => {

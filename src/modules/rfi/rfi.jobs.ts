@@ -1,7 +1,7 @@
 import type { AppContext } from "../../platform/context.js";
-import type { Executor } from "../../platform/db/index.js";
+import type { Executor, Tx } from "../../platform/db/index.js";
 import { enqueue, type JobHandler, RescheduleJob } from "../../platform/jobs.js";
-import { resumeWait } from "../engine/index.js";
+import { type ResumeResult, resumeWait } from "../engine/index.js";
 import { RFI_WAIT } from "./rfi.limits.js";
 import { closeRequest, findRequest, type RfiRow } from "./rfi.repo.js";
 
@@ -25,6 +25,25 @@ export async function scheduleExpiry(tx: Executor, row: RfiRow): Promise<void> {
 }
 
 /**
+ * Continues a workflow node waiting on a request that closed without an answer (`onExpired`,
+ * `onCancelled`), in the transaction that closed it.
+ */
+export function resumeClosedRequest(
+  ctx: AppContext,
+  tx: Tx,
+  request: ExpirePayload,
+  status: "expired" | "cancelled",
+): Promise<ResumeResult> {
+  const { tenantId, caseId, rfiId } = request;
+  return resumeWait(
+    ctx,
+    tx,
+    { tenantId, caseId, kind: RFI_WAIT, ref: rfiId },
+    { kind: status, output: { status, fields: {}, documents: [] } },
+  );
+}
+
+/**
  * At the deadline a request still pending becomes `expired`, and a workflow node waiting on it
  * continues (`onExpired`) — in one transaction with the job's completion, so exactly once. A
  * request answered or cancelled in the meantime is left alone.
@@ -42,15 +61,7 @@ export function rfiJobs(ctx: AppContext): JobHandler[] {
       if (early > 1000) throw new RescheduleJob(early);
       const expired = await closeRequest(tx, tenantId, rfiId, { status: "expired" });
       if (!expired) return;
-      await resumeWait(
-        ctx,
-        tx,
-        { tenantId, caseId, kind: RFI_WAIT, ref: rfiId },
-        {
-          kind: "expired",
-          output: { status: "expired", fields: {}, documents: [] },
-        },
-      );
+      await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "expired");
     },
   };
   return [expire];

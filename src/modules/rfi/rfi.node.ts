@@ -4,7 +4,7 @@ import { uuid } from "../../platform/crypto.js";
 import type { Tx } from "../../platform/db/index.js";
 import { addFormats } from "../../platform/http.js";
 import { NodeTexts } from "./rfi.schemas.js";
-import { storeRequest } from "./rfi.service.js";
+import { requestMessage, storeRequest } from "./rfi.service.js";
 
 /** An information request raised by a workflow node, with its texts already evaluated. */
 export interface NodeRfiRequest {
@@ -86,12 +86,7 @@ export async function raiseRfiFromNode(
       source: "workflow",
       requestedBy: `node:${request.nodeId}`,
       nodeId: request.nodeId,
-      to: request.to,
-      cc: request.cc && request.cc.length > 0 ? request.cc : null,
-      subject: request.subject,
-      body: request.body,
-      templateId: request.templateId ?? null,
-      webhookKey: request.webhookKey ?? null,
+      ...requestMessage(request),
       awaitsResponse: request.awaitResponse,
       expiresAt: request.expiresAt,
     },

@@ -2,6 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { errorResponse } from "../../platform/openapi.js";
+import { routeGroup } from "../../platform/route-group.js";
 import { partnerOf } from "../auth/index.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import { AnswerBody, MintBody, RaiseBody } from "./rfi.schemas.js";
@@ -18,26 +19,29 @@ const RFI_ERRORS = "Errors are `RFIError` bodies: `{error: <code>, message, ...}
 
 /** The partner routes of information requests; every error is an RFIError body. */
 export function rfiRoutes(app: App, ctx: AppContext): void {
-  app.post(
+  const write = routeGroup(app, ["information requests"], { scope: "cases:write", errorStyle: "rfi" });
+  const read = routeGroup(app, ["information requests"], { scope: "cases:read", errorStyle: "rfi" });
+
+  write.post(
     "/cases/:caseId/rfi",
     {
-      config: { scope: "cases:write", errorStyle: "rfi" },
-      schema: {
-        tags: ["information requests"],
-        operationId: "raiseInformationRequest",
-        summary: "Raise an information request on a case",
-        description: [
-          "Emits `case.rfi_requested` (`requested_by` `apikey:<keyId>`, `source` `api`); your own",
-          "systems send the e-mail from it. With `expiresAt` the request expires at that deadline.",
-          "409 `case_terminal` or `dry_run` when the case cannot take requests.",
-          RFI_ERRORS,
-        ].join(" "),
-        params: CaseParams,
-        body: RaiseBody,
-        response: {
-          201: InformationRequestSchema,
-          409: errorResponse("`case_terminal` (closed or failed case) or `dry_run`", "rfi"),
-        },
+      operationId: "raiseInformationRequest",
+      summary: "Raise an information request on a case",
+      description: [
+        "Emits `case.rfi_requested` (`requested_by` `apikey:<keyId>`, `source` `api`); your own",
+        "systems send the e-mail from it. With `expiresAt` the request expires at that deadline.",
+        "409 `case_terminal` or `dry_run` when the case cannot take requests, 409",
+        `\`rfi_limit_reached\` when it has ${RFI_LIMITS.pendingPerCase} pending requests already.`,
+        RFI_ERRORS,
+      ].join(" "),
+      params: CaseParams,
+      body: RaiseBody,
+      response: {
+        201: InformationRequestSchema,
+        409: errorResponse(
+          "`case_terminal` (closed or failed case), `dry_run`, or `rfi_limit_reached` (too many pending)",
+          "rfi",
+        ),
       },
     },
     async (request, reply) => {
@@ -53,18 +57,14 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.get(
+  read.get(
     "/cases/:caseId/rfi",
     {
-      config: { scope: "cases:read", errorStyle: "rfi" },
-      schema: {
-        tags: ["information requests"],
-        operationId: "listInformationRequests",
-        summary: "List a case's information requests, oldest first, with answers and documents",
-        description: "Oldest first, each with its status, attribution, answer and documents.",
-        params: CaseParams,
-        response: { 200: Type.Object({ informationRequests: Type.Array(InformationRequestSchema) }) },
-      },
+      operationId: "listInformationRequests",
+      summary: "List a case's information requests, oldest first, with answers and documents",
+      description: "Oldest first, each with its status, attribution, answer and documents.",
+      params: CaseParams,
+      response: { 200: Type.Object({ informationRequests: Type.Array(InformationRequestSchema) }) },
     },
     async (request) => {
       const key = partnerOf(request);
@@ -72,19 +72,15 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.get(
+  read.get(
     "/cases/:caseId/rfi/:rfiId",
     {
-      config: { scope: "cases:read", errorStyle: "rfi" },
-      schema: {
-        tags: ["information requests"],
-        operationId: "getInformationRequest",
-        summary: "Read an information request with its answer and documents",
-        description:
-          "The request with its status, attribution, answer (fields and documents) and the upload slots minted so far.",
-        params: RfiParams,
-        response: { 200: InformationRequestSchema },
-      },
+      operationId: "getInformationRequest",
+      summary: "Read an information request with its answer and documents",
+      description:
+        "The request with its status, attribution, answer (fields and documents) and the upload slots minted so far.",
+      params: RfiParams,
+      response: { 200: InformationRequestSchema },
     },
     async (request) => {
       const key = partnerOf(request);
@@ -116,6 +112,7 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
           201: UploadSlotSchema,
           409: errorResponse("`not_pending`, `case_terminal` or `dry_run`", "rfi"),
           422: errorResponse("`upload_limit_reached`: 30 slots per request or 100 per case", "rfi"),
+          503: errorResponse("`unavailable`: document storage cannot be reached", "rfi"),
         },
       },
     },

@@ -4,16 +4,18 @@ import type { Executor, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { isCaseStatus, isTerminal } from "../case-model/index.js";
 import { type CaseFacts, findCaseFacts, findCaseTenant } from "../cases/index.js";
-import { resumeWait } from "../engine/index.js";
+import { insertAudit } from "../users/index.js";
 import { webhookKeyExists } from "../webhooks/index.js";
 import { emitRequested } from "./rfi.events.js";
-import { scheduleExpiry } from "./rfi.jobs.js";
-import { RFI_LIMITS, RFI_WAIT } from "./rfi.limits.js";
+import { resumeClosedRequest, scheduleExpiry } from "./rfi.jobs.js";
+import { RFI_LIMITS } from "./rfi.limits.js";
 import {
   closeRequest,
+  countPendingLocked,
   findRequest,
   insertRequest,
   listAttachedSlots,
+  listLatestRequests,
   listRequests,
   type NewRequest,
   type RfiRow,
@@ -36,6 +38,18 @@ export interface RaiseInput {
 }
 
 const invalid = (message: string) => new AppError("invalid_request", message);
+
+/** A request's message as it is stored, raised by a node or through the API: absent options are null. */
+export function requestMessage(m: Omit<RaiseInput, "expiresAt">) {
+  return {
+    to: m.to,
+    cc: m.cc && m.cc.length > 0 ? m.cc : null,
+    subject: m.subject,
+    body: m.body,
+    templateId: m.templateId ?? null,
+    webhookKey: m.webhookKey ?? null,
+  };
+}
 
 /** The case of a tenant, 404 when unknown. */
 export async function requireCase(db: Executor, tenantId: string, caseId: string): Promise<CaseFacts> {
@@ -123,10 +137,17 @@ export async function raiseRequest(
     const found = await requireCase(tx, tenantId, caseId);
     checkCaseOpen(found);
     const expiresAt = parseDeadline(input.expiresAt, new Date());
+    // Counted under the case's lock: simultaneous raises cannot pass the limit together.
+    if ((await countPendingLocked(tx, caseId)) >= RFI_LIMITS.pendingPerCase) {
+      throw new AppError(
+        "rfi_limit_reached",
+        `the case has ${RFI_LIMITS.pendingPerCase} pending information requests, the most it may have at once: cancel or answer one first`,
+      );
+    }
     if (input.webhookKey !== undefined && !(await webhookKeyExists(tx, tenantId, input.webhookKey))) {
       throw invalid("webhookKey names no webhook configuration of this tenant");
     }
-    return storeRequest(
+    const stored = await storeRequest(
       tx,
       {
         id: uuid(),
@@ -135,28 +156,47 @@ export async function raiseRequest(
         source: actor.kind === "apikey" ? "api" : "analyst",
         requestedBy: actorLabel(actor),
         nodeId: null,
-        to: input.to,
-        cc: input.cc && input.cc.length > 0 ? input.cc : null,
-        subject: input.subject,
-        body: input.body,
-        templateId: input.templateId ?? null,
-        webhookKey: input.webhookKey ?? null,
+        ...requestMessage(input),
         awaitsResponse: false,
         expiresAt,
       },
       { type: found.type, dryRun: found.dry_run },
     );
+    // Whatever the door (the partner's key, the console), the audit row commits with the request.
+    await insertAudit(tx, {
+      tenantId,
+      actor: actorLabel(actor),
+      action: "rfi.raise",
+      target: `case:${caseId}`,
+      after: {
+        rfiId: stored.id,
+        to: input.to,
+        subject: input.subject,
+        expiresAt: expiresAt?.toISOString() ?? null,
+      },
+    });
+    return stored;
   });
   return toRequestView(row, []);
 }
 
-/** Every request of the case, oldest first, each with its answer and documents. */
+/**
+ * The case record's requests: the most recent `RFI_LIMITS.shownPerCase`, oldest first, each with
+ * its answer and documents (`GET /cases/{id}/rfi` lists every one).
+ */
 export async function listCaseInformationRequests(
   db: Executor,
   tenantId: string,
   caseId: string,
 ): Promise<InformationRequestView[]> {
-  const rows = await listRequests(db, tenantId, caseId);
+  return withAnswers(db, tenantId, await listLatestRequests(db, tenantId, caseId, RFI_LIMITS.shownPerCase));
+}
+
+async function withAnswers(
+  db: Executor,
+  tenantId: string,
+  rows: RfiRow[],
+): Promise<InformationRequestView[]> {
   const answered = rows.filter((r) => r.status === "answered").map((r) => r.id);
   const attached = await listAttachedSlots(db, tenantId, answered);
   return rows.map((row) => toRequestView(row, attached));
@@ -179,7 +219,7 @@ export async function listRequestsOfCase(
   caseId: string,
 ): Promise<InformationRequestView[]> {
   await requireCase(ctx.db.root, tenantId, caseId);
-  return listCaseInformationRequests(ctx.db.root, tenantId, caseId);
+  return withAnswers(ctx.db.root, tenantId, await listRequests(ctx.db.root, tenantId, caseId));
 }
 
 /** Raises the pending request's `case.rfi_requested` again: same `rfi_id`, fresh `webhookId`. */
@@ -223,15 +263,7 @@ export async function cancelRequest(
       cancelledBy: actor === undefined ? null : `analyst:${actor}`,
     });
     if (!cancelled) throw new Error("a locked pending request could not be cancelled");
-    await resumeWait(
-      ctx,
-      tx,
-      { tenantId, caseId, kind: RFI_WAIT, ref: rfiId },
-      {
-        kind: "cancelled",
-        output: { status: "cancelled", fields: {}, documents: [] },
-      },
-    );
+    await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "cancelled");
     return cancelled;
   });
   return toRequestView(row, []);

@@ -3,6 +3,7 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { badRequest } from "../../platform/errors.js";
 import { emptyResponse, errorResponse } from "../../platform/openapi.js";
+import { routeGroup } from "../../platform/route-group.js";
 import { partnerOf } from "../auth/index.js";
 import {
   applyTag,
@@ -29,18 +30,18 @@ const TagOption = Type.Object({
 const CaseParams = Type.Object({ caseId: Type.String() });
 
 export function tagsRoutes(app: App, ctx: AppContext): void {
-  app.get(
+  const read = routeGroup(app, ["tags"], { scope: "tags:read" });
+  const write = routeGroup(app, ["tags"], { scope: "tags:write" });
+  const operator = routeGroup(app, ["operator: tags"], { admin: true });
+
+  read.get(
     "/cases/:caseId/tags",
     {
-      config: { scope: "tags:read" },
-      schema: {
-        tags: ["tags"],
-        operationId: "listCaseTags",
-        summary: "List a case's tags, oldest first",
-        description: "Each tag with who applied it (`apikey:<keyId>` or `analyst:<userId>`) and when.",
-        params: CaseParams,
-        response: { 200: Type.Object({ tags: Type.Array(Tag) }) },
-      },
+      operationId: "listCaseTags",
+      summary: "List a case's tags, oldest first",
+      description: "Each tag with who applied it (`apikey:<keyId>` or `analyst:<userId>`) and when.",
+      params: CaseParams,
+      response: { 200: Type.Object({ tags: Type.Array(Tag) }) },
     },
     async (request) => {
       const key = partnerOf(request);
@@ -48,24 +49,20 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.post(
+  write.post(
     "/cases/:caseId/tags",
     {
-      config: { scope: "tags:write" },
-      schema: {
-        tags: ["tags"],
-        operationId: "addCaseTag",
-        summary: "Apply a tag from the tenant's vocabulary",
-        description:
-          "201 with the new tag; 200 with the original `createdBy` and `createdAt` when already applied. " +
-          "A case carries at most 100 tags: one more is 409 `tag_limit_reached`.",
-        params: CaseParams,
-        body: Type.Object({ tag: Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH }) }),
-        response: {
-          200: Tag,
-          201: Tag,
-          409: errorResponse("The case carries 100 tags already (`tag_limit_reached`)"),
-        },
+      operationId: "addCaseTag",
+      summary: "Apply a tag from the tenant's vocabulary",
+      description:
+        "201 with the new tag; 200 with the original `createdBy` and `createdAt` when already applied. " +
+        "A case carries at most 100 tags: one more is 409 `tag_limit_reached`.",
+      params: CaseParams,
+      body: Type.Object({ tag: Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH }) }),
+      response: {
+        200: Tag,
+        201: Tag,
+        409: errorResponse("The case carries 100 tags already (`tag_limit_reached`)"),
       },
     },
     async (request, reply) => {
@@ -76,20 +73,16 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.delete(
+  write.delete(
     "/cases/:caseId/tags",
     {
-      config: { scope: "tags:write" },
-      schema: {
-        tags: ["tags"],
-        operationId: "removeCaseTag",
-        summary: "Remove a tag (idempotent)",
-        description:
-          "The tag is named by `?tag=`, or by a JSON body `{tag}`. 204 also when the case does not carry it.",
-        params: CaseParams,
-        querystring: Type.Object({ tag: Type.Optional(Type.String()) }),
-        response: { 204: emptyResponse("Removed, or the case did not carry it") },
-      },
+      operationId: "removeCaseTag",
+      summary: "Remove a tag (idempotent)",
+      description:
+        "The tag is named by `?tag=`, or by a JSON body `{tag}`. 204 also when the case does not carry it.",
+      params: CaseParams,
+      querystring: Type.Object({ tag: Type.Optional(Type.String()) }),
+      response: { 204: emptyResponse("Removed, or the case did not carry it") },
     },
     async (request, reply) => {
       const key = partnerOf(request);
@@ -100,40 +93,36 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
           { path: "tag", message: "is required" },
         ]);
       }
-      await removeTag(ctx, key.tenantId, request.params.caseId, tag);
+      await removeTag(ctx, key.tenantId, request.params.caseId, tag, {
+        kind: "apikey",
+        tenantId: key.tenantId,
+        keyId: key.keyId,
+      });
       return reply.status(204).send();
     },
   );
 
-  app.put(
+  operator.put(
     "/admin/tenants/:tenantId/tag-options/:tag",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: tags"],
-        operationId: "setTagOption",
-        summary: "Add a tag option to a tenant's vocabulary, or enable or disable one",
-        description: "Disabling an option stops new uses; tags already on cases stay.",
-        params: Type.Object({ tenantId: Type.String(), tag: Type.String() }),
-        body: Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false }),
-        response: { 200: TagOption },
-      },
+      operationId: "setTagOption",
+      summary: "Add a tag option to a tenant's vocabulary, or enable or disable one",
+      description: "Disabling an option stops new uses; tags already on cases stay.",
+      params: Type.Object({ tenantId: Type.String(), tag: Type.String() }),
+      body: Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false }),
+      response: { 200: TagOption },
     },
     async (request) => setTagOption(ctx, request.params.tenantId, request.params.tag, request.body.enabled),
   );
 
-  app.get(
+  operator.get(
     "/admin/tenants/:tenantId/tag-options",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: tags"],
-        operationId: "listTagOptions",
-        summary: "List a tenant's tag vocabulary",
-        description: "Every option, enabled or not, in the order they were added.",
-        params: Type.Object({ tenantId: Type.String() }),
-        response: { 200: Type.Object({ tagOptions: Type.Array(TagOption) }) },
-      },
+      operationId: "listTagOptions",
+      summary: "List a tenant's tag vocabulary",
+      description: "Every option, enabled or not, in the order they were added.",
+      params: Type.Object({ tenantId: Type.String() }),
+      response: { 200: Type.Object({ tagOptions: Type.Array(TagOption) }) },
     },
     async (request) => ({ tagOptions: await getTagOptions(ctx, request.params.tenantId) }),
   );

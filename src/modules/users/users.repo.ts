@@ -45,11 +45,11 @@ export function findUser(
 }
 
 /** Sign-in names no tenant: the email alone finds the user. */
-export function findUserByEmail(db: Executor, email: string): Promise<UserRow | undefined> {
+export function findUserByEmail(db: Executor, email: string) {
   return findRow(db, "console_users", { email });
 }
 
-export function findUserBySetupToken(db: Executor, tokenHash: Buffer): Promise<UserRow | undefined> {
+export function findUserBySetupToken(db: Executor, tokenHash: Buffer) {
   return findRow(db, "console_users", { setup_token_hash: tokenHash }, { forUpdate: true });
 }
 

@@ -1,6 +1,7 @@
 import { type TSchema, Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import { routeGroup } from "../../platform/route-group.js";
 import {
   getDeliveries,
   getDelivery,
@@ -44,96 +45,82 @@ const Delivery = Type.Object({
 const DeliveryParams = Type.Object({ deliveryId: Type.String() });
 
 export function deliveriesRoutes(app: App, ctx: AppContext): void {
-  app.get(
+  const operator = routeGroup(app, ["operator: webhooks"], { admin: true });
+
+  operator.get(
     "/admin/tenants/:tenantId/webhook-deliveries",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: webhooks"],
-        operationId: "listWebhookDeliveries",
-        summary: "A tenant's webhook deliveries, newest first, with every attempt",
-        description: "Filter by `status`, `eventType` and `caseId`; page with `cursor`.",
-        params: Type.Object({ tenantId: Type.String() }),
-        querystring: Type.Object({
-          status: Type.Optional(Type.String({ description: "`pending`, `succeeded` or `failed`" })),
-          eventType: Type.Optional(Type.String()),
-          caseId: Type.Optional(Type.String()),
-          webhookKey: Type.Optional(Type.String()),
-          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
-          cursor: Type.Optional(Type.String()),
-        }),
-        response: {
-          200: Type.Object({ deliveries: Type.Array(Delivery), nextCursor: Nullable(Type.String()) }),
-        },
+      operationId: "listWebhookDeliveries",
+      summary: "A tenant's webhook deliveries, newest first, with every attempt",
+      description: "Filter by `status`, `eventType` and `caseId`; page with `cursor`.",
+      params: Type.Object({ tenantId: Type.String() }),
+      querystring: Type.Object({
+        status: Type.Optional(Type.String({ description: "`pending`, `succeeded` or `failed`" })),
+        eventType: Type.Optional(Type.String()),
+        caseId: Type.Optional(Type.String()),
+        webhookKey: Type.Optional(Type.String()),
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
+        cursor: Type.Optional(Type.String()),
+      }),
+      response: {
+        200: Type.Object({ deliveries: Type.Array(Delivery), nextCursor: Nullable(Type.String()) }),
       },
     },
     async (request) => getDeliveries(ctx, request.params.tenantId, request.query),
   );
 
-  app.get(
+  operator.get(
     "/admin/webhook-deliveries/:deliveryId",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: webhooks"],
-        operationId: "getWebhookDelivery",
-        summary: "One webhook delivery with its attempts and the exact body they sent",
-        description:
-          "Every attempt with its time, status code, latency, error and the start of the receiver's answer.",
-        params: DeliveryParams,
-        response: {
-          200: Type.Intersect([Delivery, Type.Object({ tenantId: Type.String(), body: Type.String() })]),
-        },
+      operationId: "getWebhookDelivery",
+      summary: "One webhook delivery with its attempts and the exact body they sent",
+      description:
+        "Every attempt with its time, status code, latency, error and the start of the receiver's answer.",
+      params: DeliveryParams,
+      response: {
+        200: Type.Intersect([Delivery, Type.Object({ tenantId: Type.String(), body: Type.String() })]),
       },
     },
     async (request) => getDelivery(ctx, request.params.deliveryId),
   );
 
-  app.post(
+  operator.post(
     "/admin/webhook-deliveries/:deliveryId/redeliver",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: webhooks"],
-        operationId: "redeliverWebhook",
-        summary: "Send a delivery's event again, as a new delivery with a fresh webhookId",
-        description: "202: a new delivery of the same event is queued, with a fresh `webhookId`.",
-        params: DeliveryParams,
-        response: { 202: Delivery },
-      },
+      operationId: "redeliverWebhook",
+      summary: "Send a delivery's event again, as a new delivery with a fresh webhookId",
+      description: "202: a new delivery of the same event is queued, with a fresh `webhookId`.",
+      params: DeliveryParams,
+      response: { 202: Delivery },
     },
     async (request, reply) => reply.status(202).send(await redeliver(ctx, request.params.deliveryId)),
   );
 
-  app.post(
+  operator.post(
     "/admin/tenants/:tenantId/webhook-deliveries/redeliver-failed",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: webhooks"],
-        operationId: "redeliverFailedWebhooks",
-        summary: "Redeliver every failed delivery of a tenant created since a time",
-        description:
-          "Each failed delivery not yet redelivered becomes a new delivery with a fresh webhookId, " +
-          `so an event goes out once however often this is called. At most ${REDELIVER_BATCH} per call; ` +
-          "`hasMore` says to call again.",
-        params: Type.Object({ tenantId: Type.String() }),
-        body: Type.Object(
-          {
-            since: Type.String({ format: "date-time" }),
-            until: Type.Optional(Type.String({ format: "date-time" })),
-            eventType: Type.Optional(Type.String()),
-            webhookKey: Type.Optional(Type.String()),
-          },
-          { additionalProperties: false },
-        ),
-        response: {
-          202: Type.Object({
-            redelivered: Type.Integer(),
-            deliveryIds: Type.Array(Type.String({ format: "uuid" })),
-            hasMore: Type.Boolean(),
-          }),
+      operationId: "redeliverFailedWebhooks",
+      summary: "Redeliver every failed delivery of a tenant created since a time",
+      description:
+        "Each failed delivery not yet redelivered becomes a new delivery with a fresh webhookId, " +
+        `so an event goes out once however often this is called. At most ${REDELIVER_BATCH} per call; ` +
+        "`hasMore` says to call again.",
+      params: Type.Object({ tenantId: Type.String() }),
+      body: Type.Object(
+        {
+          since: Type.String({ format: "date-time" }),
+          until: Type.Optional(Type.String({ format: "date-time" })),
+          eventType: Type.Optional(Type.String()),
+          webhookKey: Type.Optional(Type.String()),
         },
+        { additionalProperties: false },
+      ),
+      response: {
+        202: Type.Object({
+          redelivered: Type.Integer(),
+          deliveryIds: Type.Array(Type.String({ format: "uuid" })),
+          hasMore: Type.Boolean(),
+        }),
       },
     },
     async (request, reply) =>

@@ -14,11 +14,7 @@ export interface WebhookConfigValues {
   timeoutMs: number;
 }
 
-export function findWebhookConfig(
-  db: Executor,
-  tenantId: string,
-  webhookKey: string,
-): Promise<WebhookConfigRow | undefined> {
+export function findWebhookConfig(db: Executor, tenantId: string, webhookKey: string) {
   return findRow(db, "webhook_configs", { tenant_id: tenantId, webhook_key: webhookKey });
 }
 

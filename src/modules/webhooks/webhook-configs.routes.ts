@@ -2,6 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { emptyResponse } from "../../platform/openapi.js";
+import { routeGroup } from "../../platform/route-group.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_TIMEOUT_MS,
@@ -28,95 +29,81 @@ const WebhookConfig = Type.Object({
 const ConfigParams = Type.Object({ tenantId: Type.String(), webhookKey: Type.String() });
 
 export function webhookConfigsRoutes(app: App, ctx: AppContext): void {
-  app.put(
+  const operator = routeGroup(app, ["operator: webhooks"], { admin: true });
+
+  operator.put(
     "/admin/tenants/:tenantId/webhooks/:webhookKey",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: webhooks"],
-        operationId: "putWebhookConfig",
-        summary: "Create or replace a webhook configuration (`default`, or a named one)",
-        description:
-          "Secrets form a rotation set; `activeSecretId` signs new attempts and is sent as " +
-          "`X-Service-Secret-ID`. An entry `{id}` without `secret` keeps the value stored under that id, " +
-          "so rotating needs only the new secret. A single secret may omit its id (then no " +
-          "`X-Service-Secret-ID` is sent). Unless private targets are allowed, a URL whose host " +
-          "resolves to a private, loopback, link-local or metadata address is refused.",
-        params: ConfigParams,
-        body: Type.Object(
-          {
-            url: Type.String({ minLength: 1 }),
-            secrets: Type.Array(
-              Type.Object(
-                { id: Type.Optional(Type.String()), secret: Type.Optional(Type.String()) },
-                { additionalProperties: false },
-              ),
-              { minItems: 1, maxItems: MAX_SECRETS },
+      operationId: "putWebhookConfig",
+      summary: "Create or replace a webhook configuration (`default`, or a named one)",
+      description:
+        "Secrets form a rotation set; `activeSecretId` signs new attempts and is sent as " +
+        "`X-Service-Secret-ID`. An entry `{id}` without `secret` keeps the value stored under that id, " +
+        "so rotating needs only the new secret. A single secret may omit its id (then no " +
+        "`X-Service-Secret-ID` is sent). Unless private targets are allowed, a URL whose host " +
+        "resolves to a private, loopback, link-local or metadata address is refused.",
+      params: ConfigParams,
+      body: Type.Object(
+        {
+          url: Type.String({ minLength: 1 }),
+          secrets: Type.Array(
+            Type.Object(
+              { id: Type.Optional(Type.String()), secret: Type.Optional(Type.String()) },
+              { additionalProperties: false },
             ),
-            activeSecretId: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-            maxAttempts: Type.Optional(
-              Type.Integer({ minimum: 1, maximum: 20, default: DEFAULT_MAX_ATTEMPTS }),
-            ),
-            timeoutMs: Type.Optional(
-              Type.Integer({ minimum: 100, maximum: 30_000, default: DEFAULT_TIMEOUT_MS }),
-            ),
-          },
-          { additionalProperties: false },
-        ),
-        response: { 200: WebhookConfig },
-      },
+            { minItems: 1, maxItems: MAX_SECRETS },
+          ),
+          activeSecretId: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+          maxAttempts: Type.Optional(
+            Type.Integer({ minimum: 1, maximum: 20, default: DEFAULT_MAX_ATTEMPTS }),
+          ),
+          timeoutMs: Type.Optional(
+            Type.Integer({ minimum: 100, maximum: 30_000, default: DEFAULT_TIMEOUT_MS }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      response: { 200: WebhookConfig },
     },
     async (request) =>
       putWebhookConfig(ctx, request.params.tenantId, request.params.webhookKey, request.body),
   );
 
-  app.get(
+  operator.get(
     "/admin/tenants/:tenantId/webhooks",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: webhooks"],
-        operationId: "listWebhookConfigs",
-        summary: "List a tenant's webhook configurations (never the secret values)",
-        description:
-          "Each configuration with its URL, secret ids, active secret and limits; never a secret's value.",
-        params: Type.Object({ tenantId: Type.String() }),
-        response: { 200: Type.Object({ webhooks: Type.Array(WebhookConfig) }) },
-      },
+      operationId: "listWebhookConfigs",
+      summary: "List a tenant's webhook configurations (never the secret values)",
+      description:
+        "Each configuration with its URL, secret ids, active secret and limits; never a secret's value.",
+      params: Type.Object({ tenantId: Type.String() }),
+      response: { 200: Type.Object({ webhooks: Type.Array(WebhookConfig) }) },
     },
     async (request) => ({ webhooks: await getWebhookConfigs(ctx, request.params.tenantId) }),
   );
 
-  app.get(
+  operator.get(
     "/admin/tenants/:tenantId/webhooks/:webhookKey",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: webhooks"],
-        operationId: "getWebhookConfig",
-        summary: "Read one webhook configuration (never the secret values)",
-        description: "Its URL, secret ids, active secret and limits; never a secret's value.",
-        params: ConfigParams,
-        response: { 200: WebhookConfig },
-      },
+      operationId: "getWebhookConfig",
+      summary: "Read one webhook configuration (never the secret values)",
+      description: "Its URL, secret ids, active secret and limits; never a secret's value.",
+      params: ConfigParams,
+      response: { 200: WebhookConfig },
     },
     async (request) => getWebhookConfig(ctx, request.params.tenantId, request.params.webhookKey),
   );
 
-  app.delete(
+  operator.delete(
     "/admin/tenants/:tenantId/webhooks/:webhookKey",
     {
-      config: { admin: true },
-      schema: {
-        tags: ["operator: webhooks"],
-        operationId: "deleteWebhookConfig",
-        summary: "Delete a webhook configuration",
-        description:
-          "Deliveries routed to it fail at their next attempt, naming the missing configuration; " +
-          "they can be redelivered once it exists again.",
-        params: ConfigParams,
-        response: { 204: emptyResponse("Deleted") },
-      },
+      operationId: "deleteWebhookConfig",
+      summary: "Delete a webhook configuration",
+      description:
+        "Deliveries routed to it fail at their next attempt, naming the missing configuration; " +
+        "they can be redelivered once it exists again.",
+      params: ConfigParams,
+      response: { 204: emptyResponse("Deleted") },
     },
     async (request, reply) => {
       await removeWebhookConfig(ctx, request.params.tenantId, request.params.webhookKey);

@@ -94,6 +94,11 @@ export interface NodeCase {
   type: string;
   externalCustomerId: string | null;
   dryRun: boolean;
+  subject: JsonObject;
+  /** The case's own time: its eventTimestamp, else when it was created. */
+  time: Date;
+  /** When the case was accepted (created). */
+  createdAt: Date;
 }
 
 export interface NodeCallInput {

@@ -1,4 +1,5 @@
 import { MIN_PASSWORD_LENGTH } from "../../users/index.js";
+import { Field, SubmitButton } from "./components.js";
 import { Csrf, Layout, Notice, type PageContext } from "./layout.js";
 
 export function SignInPage({
@@ -24,8 +25,7 @@ export function SignInPage({
           <form method="post" action="/console/sign-in" class="stack">
             <Csrf page={page} />
             <input type="hidden" name="next" value={next} />
-            <label class="field">
-              Email
+            <Field label="Email">
               <input
                 type="email"
                 name="email"
@@ -34,14 +34,11 @@ export function SignInPage({
                 value={email ?? ""}
                 autofocus
               />
-            </label>
-            <label class="field">
-              Password
+            </Field>
+            <Field label="Password">
               <input type="password" name="password" autocomplete="current-password" required />
-            </label>
-            <button class="primary" type="submit">
-              Sign in
-            </button>
+            </Field>
+            <SubmitButton>Sign in</SubmitButton>
           </form>
           <p class="small muted">
             No password yet? Use the setup link your administrator sent you. Forgotten it? Ask an
@@ -79,8 +76,7 @@ export function SetupPage({
             <Csrf page={page} />
             <input type="hidden" name="token" value={token} />
             <input type="text" name="username" value={email} autocomplete="username" hidden readOnly />
-            <label class="field">
-              New password <span class="hint">at least {MIN_PASSWORD_LENGTH} characters</span>
+            <Field label="New password" hint={`at least ${MIN_PASSWORD_LENGTH} characters`}>
               <input
                 type="password"
                 name="password"
@@ -89,14 +85,11 @@ export function SetupPage({
                 required
                 autofocus
               />
-            </label>
-            <label class="field">
-              Repeat the password
+            </Field>
+            <Field label="Repeat the password">
               <input type="password" name="confirm" autocomplete="new-password" required />
-            </label>
-            <button class="primary" type="submit">
-              Set password
-            </button>
+            </Field>
+            <SubmitButton>Set password</SubmitButton>
           </form>
         </div>
       </div>

@@ -1,9 +1,10 @@
 import { DECISION_VALUES } from "../../case-model/index.js";
-import type { InformationRequestView } from "../../rfi/index.js";
+import { type InformationRequestView, RFI_LIMITS } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";
-import { ActorName, Badge, Fields, label, Panel, Time } from "./components.js";
-import { Csrf, Layout, Notice, type PageContext } from "./layout.js";
+import { CommentsPanel, OwnerPanel } from "./case-work.js";
+import { ActorName, Attempts, Badge, Field, Fields, label, Panel, SubmitButton, Time } from "./components.js";
+import { Csrf, FieldError, FormError, kept, Layout, Notice, type PageContext } from "./layout.js";
 
 export const CASE_NOTICES: Record<string, string> = {
   decision: "The decision was overridden.",
@@ -14,6 +15,8 @@ export const CASE_NOTICES: Record<string, string> = {
   reminded: "A reminder was sent.",
   cancelled: "The information request was cancelled.",
   answered: "The answer was recorded.",
+  commented: "The comment was added.",
+  assigned: "The owner was changed.",
 };
 
 type Names = ReadonlyMap<string, string>;
@@ -249,19 +252,17 @@ function RequestCard({
             <Csrf page={page} />
             <div data-field-rows>
               <div class="answer-row">
-                <label class="field">
-                  Field name
+                <Field label="Field name">
                   <input
                     type="text"
                     name="fieldKey"
                     pattern="[A-Za-z_][A-Za-z0-9_]*"
                     placeholder="source_of_funds"
                   />
-                </label>
-                <label class="field">
-                  Value
+                </Field>
+                <Field label="Value">
                   <input type="text" name="fieldValue" />
-                </label>
+                </Field>
               </div>
             </div>
             <button type="button" data-add-field={`field-template-${rfi.rfiId}`}>
@@ -269,24 +270,19 @@ function RequestCard({
             </button>
             <template id={`field-template-${rfi.rfiId}`}>
               <div class="answer-row">
-                <label class="field">
-                  Field name
+                <Field label="Field name">
                   <input type="text" name="fieldKey" pattern="[A-Za-z_][A-Za-z0-9_]*" />
-                </label>
-                <label class="field">
-                  Value
+                </Field>
+                <Field label="Value">
                   <input type="text" name="fieldValue" />
-                </label>
+                </Field>
               </div>
             </template>
-            <label class="field">
-              Documents <span class="hint">PDF, JPEG or PNG, up to 20 MB each</span>
+            <Field label="Documents" hint="PDF, JPEG or PNG, up to 20 MB each">
               <input type="file" name="documents" multiple accept="application/pdf,image/jpeg,image/png" />
-            </label>
+            </Field>
             <p class="small muted" data-upload-status aria-live="polite" />
-            <button type="submit" class="primary">
-              Record the answer
-            </button>
+            <SubmitButton>Record the answer</SubmitButton>
           </form>
         </details>
       ) : null}
@@ -303,30 +299,45 @@ function RequestsPanel({ page, screen, canAct }: { page: PageContext; screen: Ca
       {requests.map((rfi) => (
         <RequestCard page={page} caseId={caseId} rfi={rfi} names={screen.names} canAct={canAct} />
       ))}
+      {requests.length >= RFI_LIMITS.shownPerCase ? (
+        <p class="muted">Only the {RFI_LIMITS.shownPerCase} most recent requests are shown.</p>
+      ) : null}
       {canAct ? (
-        <details>
+        <details open={page.problem?.form === "rfi"}>
           <summary>Request information</summary>
           <form method="post" action={`/console/cases/${caseId}/rfi`} class="stack">
             <Csrf page={page} />
+            <FormError page={page} form="rfi" />
             <label class="field">
               To <span class="hint">the customer's email address</span>
-              <input type="email" name="to" required />
+              <input type="email" name="to" required value={kept(page, "rfi", "to")} />
+              <FieldError page={page} form="rfi" field="to" />
             </label>
             <label class="field">
               Cc <span class="hint">optional, comma-separated</span>
-              <input type="text" name="cc" />
+              <input type="text" name="cc" value={kept(page, "rfi", "cc")} />
+              <FieldError page={page} form="rfi" field="cc" />
             </label>
             <label class="field">
               Subject
-              <input type="text" name="subject" required maxLength={1000} />
+              <input
+                type="text"
+                name="subject"
+                required
+                maxLength={1000}
+                value={kept(page, "rfi", "subject")}
+              />
+              <FieldError page={page} form="rfi" field="subject" />
             </label>
             <label class="field">
               Message
-              <textarea name="body" required />
+              <textarea name="body" required value={kept(page, "rfi", "body")} />
+              <FieldError page={page} form="rfi" field="body" />
             </label>
             <label class="field">
               Deadline (UTC) <span class="hint">optional</span>
-              <input type="datetime-local" name="expiresAt" />
+              <input type="datetime-local" name="expiresAt" value={kept(page, "rfi", "expiresAt")} />
+              <FieldError page={page} form="rfi" field="expiresAt" />
             </label>
             <button type="submit" class="primary">
               Send the request
@@ -338,6 +349,11 @@ function RequestsPanel({ page, screen, canAct }: { page: PageContext; screen: Ca
   );
 }
 
+/** How many decisions the case had when the page was drawn: an override made on it names this. */
+function decisionCount(screen: CaseScreen): number {
+  return (screen.record.result as { decisionHistory: unknown[] }).decisionHistory.length;
+}
+
 function ActionsPanel({ page, screen }: { page: PageContext; screen: CaseScreen }) {
   const caseId = screen.record.caseId;
   const hasDecision = (screen.record.result as { decision: unknown }).decision !== null;
@@ -346,17 +362,26 @@ function ActionsPanel({ page, screen }: { page: PageContext; screen: CaseScreen 
       {hasDecision ? (
         <form method="post" action={`/console/cases/${caseId}/decision`} class="stack">
           <Csrf page={page} />
+          <input type="hidden" name="basedOn" value={String(decisionCount(screen))} />
+          <FormError page={page} form="decision" />
           <label class="field">
             New decision
             <select name="value" required>
+              <option value="" selected={kept(page, "decision", "value") === ""}>
+                Choose…
+              </option>
               {DECISION_VALUES.map((v) => (
-                <option value={v}>{label(v)}</option>
+                <option value={v} selected={kept(page, "decision", "value") === v}>
+                  {label(v)}
+                </option>
               ))}
             </select>
+            <FieldError page={page} form="decision" field="value" />
           </label>
           <label class="field">
             Reason <span class="hint">required; the partner sees it in the history</span>
-            <textarea name="reason" required maxLength={2000} />
+            <textarea name="reason" required maxLength={2000} value={kept(page, "decision", "reason")} />
+            <FieldError page={page} form="decision" field="reason" />
           </label>
           <button type="submit" class="primary">
             Override the decision
@@ -405,14 +430,13 @@ function TagsPanel({ page, screen, canAct }: { page: PageContext; screen: CaseSc
       {canAct && screen.addableTags.length > 0 ? (
         <form method="post" action={`/console/cases/${caseId}/tags`} class="actions">
           <Csrf page={page} />
-          <label class="field">
-            Add a tag
+          <Field label="Add a tag">
             <select name="tag" required>
               {screen.addableTags.map((t) => (
                 <option value={t}>{t}</option>
               ))}
             </select>
-          </label>
+          </Field>
           <button type="submit">Add</button>
         </form>
       ) : null}
@@ -460,9 +484,7 @@ function DeliveriesPanel({ screen }: { screen: CaseScreen }) {
               <tr>
                 <th scope="col">Event</th>
                 <th scope="col">Status</th>
-                <th scope="col" class="num">
-                  Attempts
-                </th>
+                <th scope="col">Attempts (time, duration, answer)</th>
                 <th scope="col" class="hide-narrow">
                   Endpoint
                 </th>
@@ -475,9 +497,10 @@ function DeliveriesPanel({ screen }: { screen: CaseScreen }) {
                   <td class="mono">{d.eventType}</td>
                   <td>
                     <Badge value={d.status} />
-                    {d.lastError ? <div class="small muted">{d.lastError}</div> : null}
                   </td>
-                  <td class="num">{d.attemptCount}</td>
+                  <td>
+                    <Attempts attempts={d.attempts} />
+                  </td>
                   <td class="hide-narrow">{d.webhookKey}</td>
                   <td>
                     <Time iso={d.createdAt} />
@@ -504,7 +527,13 @@ export function CasePageView({
   const r = screen.record;
   const session = page.session;
   const terminal = r.status === "closed" || r.status === "failed";
-  const canAct = Boolean(session && can(session.role, "cases:review")) && !terminal && !r.dryRun;
+  const reviewer = Boolean(session && can(session.role, "cases:review"));
+  const canAct = reviewer && !terminal && !r.dryRun;
+  // Analysts work their own cases (and those nobody owns); admins act on any.
+  const ownedElsewhere =
+    screen.work.assigneeId !== null &&
+    screen.work.assigneeId !== session?.userId &&
+    session?.role !== "admin";
   const decision = (r.result as { decision: { value: string } | null }).decision;
   return (
     <Layout page={page} title={caseTitle(screen)}>
@@ -526,6 +555,7 @@ export function CasePageView({
       <div class="grid grid-case">
         <div>
           <DecisionPanel screen={screen} names={screen.names} />
+          <CommentsPanel page={page} screen={screen} canComment={reviewer} />
           <TracePanel trace={screen.trace} />
           <RequestsPanel page={page} screen={screen} canAct={canAct} />
           <Panel title="Subject" id="subject">
@@ -540,7 +570,13 @@ export function CasePageView({
           <DeliveriesPanel screen={screen} />
         </div>
         <div>
-          {canAct ? <ActionsPanel page={page} screen={screen} /> : null}
+          <OwnerPanel page={page} screen={screen} canAct={canAct} />
+          {canAct && !ownedElsewhere ? <ActionsPanel page={page} screen={screen} /> : null}
+          {canAct && ownedElsewhere ? (
+            <Panel title="Review" id="review">
+              <p class="muted">Another analyst owns this case: only they, or an admin, decide on it.</p>
+            </Panel>
+          ) : null}
           <TagsPanel page={page} screen={screen} canAct={canAct} />
           <PendingPanel screen={screen} />
           {screen.featurePanels}

@@ -1,7 +1,7 @@
 import { CASE_TYPES } from "../../case-model/index.js";
 import { QUEUE_STATUSES } from "../../cases/index.js";
 import { type AGES, COUNT_CAP, type QueuePage } from "../queue.service.js";
-import { age, Badge, DataTable, label, Time } from "./components.js";
+import { age, Badge, DataTable, Field, label, SubmitButton, Time } from "./components.js";
 import { Layout, type PageContext } from "./layout.js";
 
 const TAB_TITLES = { in_review: "In review", waiting: "Waiting", failed: "Failed" } as const;
@@ -32,8 +32,7 @@ function Select({
   options: Array<[string, string]>;
 }) {
   return (
-    <label class="field">
-      {title}
+    <Field label={title}>
       <select name={name}>
         <option value="">Any</option>
         {options.map(([v, text]) => (
@@ -42,7 +41,7 @@ function Select({
           </option>
         ))}
       </select>
-    </label>
+    </Field>
   );
 }
 
@@ -90,9 +89,7 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
           options={Object.entries(AGE_TITLES) as Array<[string, string]>}
         />
         <div class="actions">
-          <button type="submit" class="primary">
-            Apply filters
-          </button>
+          <SubmitButton>Apply filters</SubmitButton>
           {filtered ? (
             <a class="button" href={queueUrl({ status: f.status }, {})}>
               Clear

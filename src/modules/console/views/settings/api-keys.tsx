@@ -1,7 +1,7 @@
 import { type ApiKeyView, SCOPES } from "../../../auth/index.js";
-import { Time } from "../components.js";
+import { Field, SubmitButton, Time } from "../components.js";
 import type { PageContext } from "../layout.js";
-import { ACTIONS, DataTable, DeleteButton, FormPanel, Panel, Secret, SettingsLayout } from "./layout.js";
+import { ACTIONS, DeleteButton, FormPanel, Secret, SettingsLayout, TablePanel } from "./layout.js";
 
 /** Settings › API keys: the tenant's keys, creating one (its value shown once), deleting one. */
 export function ApiKeysView({
@@ -31,51 +31,50 @@ export function ApiKeysView({
         />
       ) : null}
       <div class="grid grid-case">
-        <Panel id="keys" title="Keys">
-          <DataTable
-            rows={keys}
-            empty="No API keys yet."
-            columns={[
-              { head: "Name" },
-              { head: "Key" },
-              { head: "Scopes" },
-              { head: "Last used" },
-              { head: "Created", narrow: true },
-              ACTIONS,
-            ]}
-            row={(k) => (
-              <>
-                <td>
-                  <strong>{k.name}</strong>
-                  {k.expiresAt ? (
-                    <div class="small muted">
-                      expires <Time iso={k.expiresAt} />
-                    </div>
-                  ) : null}
-                </td>
-                <td class="mono">{k.keyHint}</td>
-                <td class="small">{k.scopes.join(", ")}</td>
-                <td>{k.lastUsedAt ? <Time iso={k.lastUsedAt} /> : <span class="muted">never</span>}</td>
-                <td class="hide-narrow">
-                  <Time iso={k.createdAt} />
-                </td>
-                <td>
-                  <DeleteButton
-                    page={page}
-                    action={`/console/settings/api-keys/${k.keyId}/delete`}
-                    confirm={`Delete the key “${k.name}”? Systems using it stop working at once.`}
-                    what={`key ${k.name}`}
-                  />
-                </td>
-              </>
-            )}
-          />
-        </Panel>
+        <TablePanel
+          id="keys"
+          title="Keys"
+          rows={keys}
+          empty="No API keys yet."
+          columns={[
+            { head: "Name" },
+            { head: "Key" },
+            { head: "Scopes" },
+            { head: "Last used" },
+            { head: "Created", narrow: true },
+            ACTIONS,
+          ]}
+          row={(k) => (
+            <>
+              <td>
+                <strong>{k.name}</strong>
+                {k.expiresAt ? (
+                  <div class="small muted">
+                    expires <Time iso={k.expiresAt} />
+                  </div>
+                ) : null}
+              </td>
+              <td class="mono">{k.keyHint}</td>
+              <td class="small">{k.scopes.join(", ")}</td>
+              <td>{k.lastUsedAt ? <Time iso={k.lastUsedAt} /> : <span class="muted">never</span>}</td>
+              <td class="hide-narrow">
+                <Time iso={k.createdAt} />
+              </td>
+              <td>
+                <DeleteButton
+                  page={page}
+                  action={`/console/settings/api-keys/${k.keyId}/delete`}
+                  confirm={`Delete the key “${k.name}”? Systems using it stop working at once.`}
+                  what={`key ${k.name}`}
+                />
+              </td>
+            </>
+          )}
+        />
         <FormPanel page={page} id="new-key" title="Create a key" action="/console/settings/api-keys">
-          <label class="field">
-            Name <span class="hint">what uses it, e.g. “onboarding service”</span>
+          <Field label="Name" hint="what uses it, e.g. “onboarding service”">
             <input type="text" name="name" required maxLength={200} />
-          </label>
+          </Field>
           <fieldset class="checks">
             <legend>Scopes</legend>
             {SCOPES.map((s) => (
@@ -84,13 +83,10 @@ export function ApiKeysView({
               </label>
             ))}
           </fieldset>
-          <label class="field">
-            Expires (UTC) <span class="hint">optional</span>
+          <Field label="Expires (UTC)" hint="optional">
             <input type="datetime-local" name="expiresAt" />
-          </label>
-          <button type="submit" class="primary">
-            Create key
-          </button>
+          </Field>
+          <SubmitButton>Create key</SubmitButton>
         </FormPanel>
       </div>
     </SettingsLayout>

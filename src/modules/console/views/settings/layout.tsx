@@ -1,5 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { can } from "../../../users/index.js";
+import { DataTable } from "../components.js";
 import { Csrf, Layout, Notice, type PageContext } from "../layout.js";
 
 export { ACTIONS, DataTable } from "../components.js";
@@ -10,6 +11,7 @@ const SECTIONS = [
   { href: "/console/settings/webhooks", title: "Webhooks", permission: "webhooks:manage" },
   { href: "/console/settings/providers", title: "Providers", permission: "webhooks:manage" },
   { href: "/console/settings/users", title: "Users", permission: "users:manage" },
+  { href: "/console/settings/review", title: "Review deadlines", permission: "users:manage" },
 ] as const;
 
 export const SETTINGS_NOTICES: Record<string, string> = {
@@ -94,6 +96,19 @@ export function Panel({ id, title, children }: { id: string; title: string; chil
       <h2 id={`${id}-title`}>{title}</h2>
       {children}
     </section>
+  );
+}
+
+/** A titled panel holding one table of rows (or its `empty` line). */
+export function TablePanel<T>({
+  id,
+  title,
+  ...table
+}: { id: string; title: string } & Parameters<typeof DataTable<T>>[0]) {
+  return (
+    <Panel id={id} title={title}>
+      <DataTable {...table} />
+    </Panel>
   );
 }
 

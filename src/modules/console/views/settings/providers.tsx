@@ -1,6 +1,6 @@
 import { Time } from "../components.js";
 import type { PageContext } from "../layout.js";
-import { DataTable, Panel, SettingsLayout } from "./layout.js";
+import { SettingsLayout, TablePanel } from "./layout.js";
 
 /** A configured verification provider, as Settings › Providers lists it. */
 export interface ProviderRow {
@@ -17,22 +17,22 @@ export function ProvidersView({ page, providers }: { page: PageContext; provider
       title="Providers"
       intro="Verification providers (identity verification, sanctions screening) your workflows call."
     >
-      <Panel id="providers" title="Configured providers">
-        <DataTable
-          rows={providers}
-          empty="No provider is configured for your team. Ask your operator to configure one."
-          columns={[{ head: "Provider" }, { head: "Base URL" }, { head: "Configured" }]}
-          row={(p) => (
-            <>
-              <td class="mono">{p.brokerId}</td>
-              <td class="mono small">{p.baseUrl}</td>
-              <td>
-                <Time iso={p.configuredAt} />
-              </td>
-            </>
-          )}
-        />
-      </Panel>
+      <TablePanel
+        id="providers"
+        title="Configured providers"
+        rows={providers}
+        empty="No provider is configured for your team. Ask your operator to configure one."
+        columns={[{ head: "Provider" }, { head: "Base URL" }, { head: "Configured" }]}
+        row={(p) => (
+          <>
+            <td class="mono">{p.brokerId}</td>
+            <td class="mono small">{p.baseUrl}</td>
+            <td>
+              <Time iso={p.configuredAt} />
+            </td>
+          </>
+        )}
+      />
     </SettingsLayout>
   );
 }

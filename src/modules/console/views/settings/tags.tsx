@@ -1,7 +1,7 @@
 import type { TagOptionView } from "../../../tags/index.js";
-import { Badge, Time } from "../components.js";
+import { Badge, Field, SubmitButton, Time } from "../components.js";
 import type { PageContext } from "../layout.js";
-import { ACTIONS, DataTable, FormPanel, Panel, PostButton, SettingsLayout } from "./layout.js";
+import { ACTIONS, FormPanel, PostButton, SettingsLayout, TablePanel } from "./layout.js";
 
 /** Settings › Tags: the tag vocabulary, enabling and disabling a tag, adding one. */
 export function TagsView({
@@ -21,42 +21,39 @@ export function TagsView({
       notice={notice}
     >
       <div class="grid grid-case">
-        <Panel id="tags" title="Vocabulary">
-          <DataTable
-            rows={options}
-            empty="No tags yet."
-            columns={[{ head: "Tag" }, { head: "State" }, { head: "Changed", narrow: true }, ACTIONS]}
-            row={(o) => (
-              <>
-                <td class="mono">{o.tag}</td>
-                <td>
-                  <Badge value={o.enabled ? "enabled" : "disabled"} />
-                </td>
-                <td class="hide-narrow">
-                  <Time iso={o.updatedAt} />
-                </td>
-                <td>
-                  <PostButton
-                    page={page}
-                    action="/console/settings/tags"
-                    fields={{ tag: o.tag, enabled: o.enabled ? "false" : "true" }}
-                    label={o.enabled ? "Disable" : "Enable"}
-                    ariaLabel={`${o.enabled ? "Disable" : "Enable"} tag ${o.tag}`}
-                  />
-                </td>
-              </>
-            )}
-          />
-        </Panel>
+        <TablePanel
+          id="tags"
+          title="Vocabulary"
+          rows={options}
+          empty="No tags yet."
+          columns={[{ head: "Tag" }, { head: "State" }, { head: "Changed", narrow: true }, ACTIONS]}
+          row={(o) => (
+            <>
+              <td class="mono">{o.tag}</td>
+              <td>
+                <Badge value={o.enabled ? "enabled" : "disabled"} />
+              </td>
+              <td class="hide-narrow">
+                <Time iso={o.updatedAt} />
+              </td>
+              <td>
+                <PostButton
+                  page={page}
+                  action="/console/settings/tags"
+                  fields={{ tag: o.tag, enabled: o.enabled ? "false" : "true" }}
+                  label={o.enabled ? "Disable" : "Enable"}
+                  ariaLabel={`${o.enabled ? "Disable" : "Enable"} tag ${o.tag}`}
+                />
+              </td>
+            </>
+          )}
+        />
         <FormPanel page={page} id="add-tag" title="Add a tag" action="/console/settings/tags">
           <input type="hidden" name="enabled" value="true" />
-          <label class="field">
-            Tag <span class="hint">up to 64 characters, e.g. fraud-ring</span>
+          <Field label="Tag" hint="up to 64 characters, e.g. fraud-ring">
             <input type="text" name="tag" required maxLength={64} />
-          </label>
-          <button type="submit" class="primary">
-            Add tag
-          </button>
+          </Field>
+          <SubmitButton>Add tag</SubmitButton>
         </FormPanel>
       </div>
     </SettingsLayout>

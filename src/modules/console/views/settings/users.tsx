@@ -1,16 +1,15 @@
 import type { ComponentChildren } from "preact";
 import { ROLES, type UserView } from "../../../users/index.js";
-import { Badge } from "../components.js";
+import { Badge, Field, SubmitButton } from "../components.js";
 import { Csrf, type PageContext } from "../layout.js";
 import {
   ACTIONS,
-  DataTable,
   DeleteButton,
   FormPanel,
-  Panel,
   PostButton,
   Secret,
   SettingsLayout,
+  TablePanel,
 } from "./layout.js";
 
 /** The labelled role picker of the user forms, with `selected` chosen. */
@@ -66,70 +65,66 @@ export function UsersView({
         />
       ) : null}
       <div class="grid grid-case">
-        <Panel id="users" title="Users">
-          <DataTable
-            rows={users}
-            columns={[{ head: "Name" }, { head: "Role" }, { head: "State" }, ACTIONS]}
-            row={(u) => (
-              <>
-                <td>
-                  <strong>{u.name}</strong>
-                  <div class="small muted">{u.email}</div>
-                </td>
-                <td>
-                  {u.userId === self ? (
-                    u.role
-                  ) : (
-                    <form method="post" action={`/console/settings/users/${u.userId}/role`} class="actions">
-                      <Csrf page={page} />
-                      <RoleField selected={u.role}>
-                        <span class="skip">Role of {u.name}</span>
-                      </RoleField>
-                      <button type="submit">Change</button>
-                    </form>
-                  )}
-                </td>
-                <td>
-                  <Badge value={u.status} />
-                </td>
-                <td>
-                  {u.userId === self ? (
-                    <span class="muted small">you</span>
-                  ) : (
-                    <div class="actions">
-                      <PostButton
-                        page={page}
-                        action={`/console/settings/users/${u.userId}/setup-link`}
-                        label="New setup link"
-                      />
-                      <DeleteButton
-                        page={page}
-                        action={`/console/settings/users/${u.userId}/delete`}
-                        confirm={`Delete ${u.name}? They are signed out at once.`}
-                        what={`${u.name}`}
-                      />
-                    </div>
-                  )}
-                </td>
-              </>
-            )}
-          />
-        </Panel>
+        <TablePanel
+          id="users"
+          title="Users"
+          rows={users}
+          columns={[{ head: "Name" }, { head: "Role" }, { head: "State" }, ACTIONS]}
+          row={(u) => (
+            <>
+              <td>
+                <strong>{u.name}</strong>
+                <div class="small muted">{u.email}</div>
+              </td>
+              <td>
+                {u.userId === self ? (
+                  u.role
+                ) : (
+                  <form method="post" action={`/console/settings/users/${u.userId}/role`} class="actions">
+                    <Csrf page={page} />
+                    <RoleField selected={u.role}>
+                      <span class="skip">Role of {u.name}</span>
+                    </RoleField>
+                    <button type="submit">Change</button>
+                  </form>
+                )}
+              </td>
+              <td>
+                <Badge value={u.status} />
+              </td>
+              <td>
+                {u.userId === self ? (
+                  <span class="muted small">you</span>
+                ) : (
+                  <div class="actions">
+                    <PostButton
+                      page={page}
+                      action={`/console/settings/users/${u.userId}/setup-link`}
+                      label="New setup link"
+                    />
+                    <DeleteButton
+                      page={page}
+                      action={`/console/settings/users/${u.userId}/delete`}
+                      confirm={`Delete ${u.name}? They are signed out at once.`}
+                      what={`${u.name}`}
+                    />
+                  </div>
+                )}
+              </td>
+            </>
+          )}
+        />
         <FormPanel page={page} id="new-user" title="Add a user" action="/console/settings/users">
-          <label class="field">
-            Name
+          <Field label="Name">
             <input type="text" name="name" required maxLength={200} />
-          </label>
-          <label class="field">
-            Email <span class="hint">their sign-in name</span>
+          </Field>
+          <Field label="Email" hint="their sign-in name">
             <input type="email" name="email" required />
-          </label>
+          </Field>
           <RoleField selected="analyst" field>
             Role
           </RoleField>
-          <button type="submit" class="primary">
-            Add user
-          </button>
+          <SubmitButton>Add user</SubmitButton>
         </FormPanel>
       </div>
     </SettingsLayout>
