@@ -148,8 +148,9 @@ export class DeliveryWorker implements BackgroundWorker {
       this.#running.add(run);
       void run.finally(() => {
         this.#running.delete(run);
-        // A slot freed: a loop that slept on full slots claims again.
-        if (this.#running.size === this.#concurrency - 1) this.#poke();
+        // A slot freed, and a slot of its endpoint's lane: deliveries passed over for a full lane
+        // may be claimable now (claims are one at a time, so a burst of these costs a few claims).
+        this.#poke();
       });
     }
     return claimed.length;
