@@ -40,7 +40,9 @@ export interface AttemptContext {
 const CLAIM_LOCK = 7_007_2012;
 
 /**
- * Claims up to `limit` due pending deliveries, oldest due first, as one claim row that holds their
+ * Claims up to `limit` due pending deliveries, oldest due first and at most `perEndpoint` of one
+ * endpoint, passing over the endpoints whose lanes are full (a stalled endpoint's backlog stays
+ * where it is, unwritten, instead of being claimed and handed back), as one claim row that holds their
  * entries (decision 0007): the attempts are counted before anything is sent, and no delivery row
  * is written. A delivery with an open entry in a live claim is another worker's; the open entries
  * of claims whose lease ran out are attempts a process that died had started, and count.
@@ -51,6 +53,8 @@ export async function claimDeliveries(
   claimId: string,
   limit: number,
   leaseSeconds: number,
+  /** Endpoints to pass over (their lanes are full here), and how many of one endpoint a claim takes. */
+  lanes: { full: Array<{ tenantId: string; webhookKey: string }>; perEndpoint: number },
 ): Promise<AttemptContext[]> {
   const result = await db.transaction(async (tx) => {
     await sql`SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`.execute(tx);
@@ -59,14 +63,30 @@ export async function claimDeliveries(
         SELECT e.delivery_id, e.turn, c.lease_until > now() AS live
         FROM webhook_claims c, unnest(c.deliveries, c.turns) AS e (delivery_id, turn)
       ),
+      busy AS (
+        SELECT * FROM unnest(${lanes.full.map((f) => f.tenantId)}::uuid[], ${lanes.full.map((f) => f.webhookKey)}::text[])
+          AS f (tenant_id, webhook_key)
+      ),
+      due AS (
+        SELECT d.id, d.next_attempt_at,
+               row_number() OVER (PARTITION BY d.tenant_id, d.webhook_key ORDER BY d.next_attempt_at) AS place
+        FROM (
+          SELECT d.id, d.tenant_id, d.webhook_key, d.next_attempt_at, d.claims
+          FROM webhook_deliveries d
+          WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+            AND NOT EXISTS (SELECT 1 FROM busy f WHERE f.tenant_id = d.tenant_id AND f.webhook_key = d.webhook_key)
+          ORDER BY d.next_attempt_at
+          LIMIT ${limit * 8}
+        ) d
+        WHERE NOT EXISTS (SELECT 1 FROM open o WHERE o.delivery_id = d.id AND o.live AND o.turn > d.claims)
+      ),
       picked AS (
         SELECT d.id, d.tenant_id, d.webhook_key, d.body, d.claims, d.attempt_count, d.last_attempt_at,
                d.next_attempt_at
         FROM webhook_deliveries d
-        WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-          AND NOT EXISTS (SELECT 1 FROM open o WHERE o.delivery_id = d.id AND o.live AND o.turn > d.claims)
-        ORDER BY d.next_attempt_at
-        LIMIT ${limit}
+        WHERE d.id IN (
+          SELECT id FROM due WHERE place <= ${lanes.perEndpoint} ORDER BY next_attempt_at LIMIT ${limit}
+        ) AND d.status = 'pending'
         FOR UPDATE OF d SKIP LOCKED
       ),
       claimed AS (

@@ -59,6 +59,19 @@ export class DeliveryGate {
     this.#now = options.now ?? Date.now;
   }
 
+  /** The endpoints with every slot taken (or stalled with attempts in flight): not worth claiming for. */
+  full(): Array<{ tenantId: string; webhookKey: string }> {
+    const now = this.#now();
+    const found: Array<{ tenantId: string; webhookKey: string }> = [];
+    for (const [key, lane] of this.#lanes) {
+      const stalled = lane.inFlight > 0 && now - lane.progressAt > this.#stallMs;
+      if (lane.inFlight < this.#cap && !stalled) continue;
+      const [tenantId, webhookKey] = key.split("\u0000") as [string, string];
+      found.push({ tenantId, webhookKey });
+    }
+    return found;
+  }
+
   inFlight(tenantId: string, webhookKey: string): number {
     return this.#lanes.get(laneKey(tenantId, webhookKey))?.inFlight ?? 0;
   }

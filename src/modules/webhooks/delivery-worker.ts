@@ -137,7 +137,10 @@ export class DeliveryWorker implements BackgroundWorker {
 
   async #claim(limit: number): Promise<number> {
     const claimId = uuid();
-    const claimed = await claimDeliveries(this.#ctx.db, claimId, limit, this.#leaseSeconds);
+    const claimed = await claimDeliveries(this.#ctx.db, claimId, limit, this.#leaseSeconds, {
+      full: this.#gate.full(),
+      perEndpoint: this.#ctx.config.webhookEndpointConcurrency,
+    });
     if (claimed.length === 0) return 0;
     this.#claims.set(claimId, claimed.length);
     for (const at of claimed) {
@@ -145,8 +148,9 @@ export class DeliveryWorker implements BackgroundWorker {
       this.#running.add(run);
       void run.finally(() => {
         this.#running.delete(run);
-        // A slot freed: a loop that slept on full slots claims again.
-        if (this.#running.size === this.#concurrency - 1) this.#poke();
+        // A slot freed, and a slot of its endpoint's lane: deliveries passed over for a full lane
+        // may be claimable now (claims are one at a time, so a burst of these costs a few claims).
+        this.#poke();
       });
     }
     return claimed.length;
