@@ -202,6 +202,17 @@ describe("what is not a form", () => {
     }
   });
 
+  it("a repeated query parameter is read as its first value, never a 500", async () => {
+    for (const url of [
+      "/console/setup?token=a&token=b",
+      "/console/sign-in?next=/console/queue&next=/console/audit",
+      "/console/sign-in?done=password&done=x",
+    ]) {
+      const res = await h.app.inject({ url });
+      expect(res.statusCode, url).toBeLessThan(500);
+    }
+  });
+
   it("an asset named like an object's own property (__proto__, constructor) is 404", async () => {
     for (const name of ["__proto__", "constructor", "toString"]) {
       const res = await h.app.inject({ url: `/console/assets/${name}` });

@@ -118,6 +118,16 @@ function securityHeaders(ctx: AppContext, reply: FastifyReply): void {
   });
 }
 
+function firstValues(query: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (typeof query !== "object" || query === null) return out;
+  for (const [name, value] of Object.entries(query)) {
+    const first: unknown = Array.isArray(value) ? value[0] : value;
+    if (typeof first === "string") out[name] = first;
+  }
+  return out;
+}
+
 /** Where "Go back" leads from an error: the case the request was about, else the queue. */
 function backFrom(request: FastifyRequest): string {
   const match = /^\/console\/(cases\/[0-9a-f-]{36}|settings\/[a-z-]+)/.exec(request.url);
@@ -166,6 +176,9 @@ export async function consoleScope(app: App, ctx: AppContext, routes: (scope: Ap
 
       scope.addHook("onRequest", async (request, reply) => {
         securityHeaders(ctx, reply);
+        // The console's pages read one value per query parameter: a repeated one (`?token=a&token=b`)
+        // keeps its first, so no route meets an array where it reads a string.
+        request.query = firstValues(request.query);
         const config = request.routeOptions.config?.console;
         if (config?.static) return;
         request.consoleSession = await sessionFor(ctx, request.cookies[SESSION_COOKIE]);
