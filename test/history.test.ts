@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeFigure, HISTORY_BUDGET_MS, parseWindow } from "../src/modules/entities/aggregate.node.js";
@@ -327,6 +328,56 @@ describe.skipIf(!process.env.DATABASE_URL)("the history budget on PostgreSQL", (
     // The same process decides the next case as usual.
     const next = await submit(partner, { customer: "slow", amount: 1, time: 0 });
     expect(await figuresOf(next)).toEqual({ n: 0 });
+  });
+});
+
+/** The JSON block that follows `<!-- example: name -->` in docs/workflows.md. */
+function docExample(name: string): WorkflowDefinition {
+  const doc = fs.readFileSync(new URL("../docs/workflows.md", import.meta.url), "utf8");
+  const match = new RegExp(`<!-- example: ${name} -->\\n\`\`\`json\\n([\\s\\S]*?)\\n\`\`\``).exec(doc);
+  if (!match?.[1]) throw new Error(`docs/workflows.md has no example ${name}`);
+  return JSON.parse(match[1]);
+}
+
+describe("the velocity example of docs/workflows.md", () => {
+  it("approves a first payment, reviews the tenth in an hour, declines a blocked IBAN written another way", async () => {
+    const partner = await createPartner(h.app);
+    const lists = `/admin/tenants/${partner.tenantId}/lists/blocked_ibans`;
+    const created = await h.app.inject({
+      method: "PUT",
+      url: lists,
+      headers: adminHeaders,
+      payload: { normalize: "iban" },
+    });
+    expect(created.statusCode, created.body).toBe(200);
+    const added = await h.app.inject({
+      method: "POST",
+      url: `${lists}/values`,
+      headers: adminHeaders,
+      payload: { add: ["GB29 NWBK 6016 1331 9268 19"] },
+    });
+    expect(added.statusCode, added.body).toBe(200);
+    await createWorkflow(h.app, partner.tenantId, "velocity", docExample("velocity"));
+    const decisionOf = async (p: Payment) => {
+      const caseId = await submit(partner, p);
+      const res = await h.app.inject({ url: `/admin/cases/${caseId}`, headers: adminHeaders });
+      const body = res.json();
+      return (body.result?.decision?.value ?? `${body.status}: ${JSON.stringify(body.trace)}`) as string;
+    };
+    expect(
+      await decisionOf({ customer: "v1", amount: 20, time: -50 * 60_000, iban: "DE89370400440532013000" }),
+    ).toBe("approved");
+    for (let i = 1; i < 10; i++) {
+      expect(await decisionOf({ customer: "v1", amount: 20, time: -50 * 60_000 + i * 60_000 })).toBe(
+        "approved",
+      );
+    }
+    expect(await decisionOf({ customer: "v1", amount: 20, time: 0 })).toBe("in_review");
+    expect(await decisionOf({ customer: "v2", amount: 20, time: 0, iban: "gb29nwbk60161331926819" })).toBe(
+      "declined",
+    );
+    expect(await decisionOf({ customer: "v3", amount: 9_999, time: -HOUR * 48 })).toBe("approved");
+    expect(await decisionOf({ customer: "v3", amount: 2, time: 0 })).toBe("in_review");
   });
 });
 
