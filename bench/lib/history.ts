@@ -172,9 +172,9 @@ export async function seedBlockList(
     SELECT l.list_key, v.value
     FROM lists l,
          (SELECT 'NL00BLCK' || lpad(g::text, 10, '0') AS value
-          FROM generate_series(1, greatest(0, ${count} - ${Math.ceil(ibans / 1000)})) AS g
+          FROM generate_series(1, ${Math.max(0, count - Math.ceil(ibans / 1000))}::int) AS g
           UNION
-          SELECT 'NL00BENC' || lpad(g::text, 10, '0') FROM generate_series(0, ${ibans - 1}, 1000) AS g) AS v
+          SELECT 'NL00BENC' || lpad(g::text, 10, '0') FROM generate_series(0, ${ibans - 1}::int, 1000) AS g) AS v
     WHERE l.tenant_id = ${tenantId} AND l.list_id = ${listId}`.execute(db.root);
   await sql`
     UPDATE lists SET value_count = (SELECT count(*) FROM list_values v WHERE v.list_key = lists.list_key)
