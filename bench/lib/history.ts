@@ -110,7 +110,8 @@ export async function seedHistory(
     await sql`ANALYZE bench_entity`.execute(tx);
     await sql`
       INSERT INTO entities (id, tenant_id, type, value, first_seen_at)
-      SELECT id, ${tenantId}::uuid, type, value, first FROM bench_entity ORDER BY first`.execute(tx);
+      SELECT id, ${tenantId}::uuid, type, value, first FROM bench_entity ORDER BY first
+      ON CONFLICT (tenant_id, type, value) DO NOTHING`.execute(tx);
     await sql`
       INSERT INTO case_entities
         (case_id, entity_id, tenant_id, entity_type, role, case_time, accepted_at, case_type, amount, currency)
