@@ -383,6 +383,14 @@ describe("lists in workflows", () => {
     expect((await admin("DELETE", listUrl(partner.tenantId, "draft_only"))).statusCode).toBe(204);
     const lists = (await admin("GET", `/admin/tenants/${partner.tenantId}/lists`)).json().lists;
     expect(lists.map((l: { listId: string }) => l.listId)).toEqual(["blocked_ibans"]);
+    // The draft read the list deleted since: publishing it is refused, naming the list.
+    const publish = await h.app.inject({
+      method: "POST",
+      url: `/admin/tenants/${partner.tenantId}/workflows/drafts/versions/1/publish`,
+      headers: adminHeaders,
+    });
+    expect(publish.statusCode, publish.body).toBe(400);
+    expect(publish.json().error).toContain("draft_only");
   });
 
   it("answers inList through the list source for many probes in one call, undefined for an unknown list", async () => {

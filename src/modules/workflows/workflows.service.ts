@@ -131,6 +131,8 @@ export async function publishVersion(
   const wf = await getCompiledWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, workflowId, version);
   if (!wf) throw notFound(`version ${version} of workflow ${workflowId}`);
   await checkTenantRequirements(ctx.db.root, tenantId, wf);
+  // A list read by the version may have been deleted since the version was created.
+  await checkListsExist(ctx, tenantId, wf.definition);
   return ctx.db.transaction(async (tx) => {
     const publishedAt = await markPublished(tx, tenantId, workflowId, version);
     if (!publishedAt) throw notFound(`version ${version} of workflow ${workflowId}`);
