@@ -110,7 +110,8 @@ export async function seedHistory(
     await sql`ANALYZE bench_entity`.execute(tx);
     await sql`
       INSERT INTO entities (id, tenant_id, type, value, first_seen_at)
-      SELECT id, ${tenantId}::uuid, type, value, first FROM bench_entity ORDER BY first`.execute(tx);
+      SELECT id, ${tenantId}::uuid, type, value, first FROM bench_entity ORDER BY first
+      ON CONFLICT (tenant_id, type, value) DO NOTHING`.execute(tx);
     await sql`
       INSERT INTO case_entities
         (case_id, entity_id, tenant_id, entity_type, role, case_time, accepted_at, case_type, amount, currency)
@@ -153,31 +154,4 @@ export async function keyWindows(
     FROM case_entities WHERE entity_id = ${entityId(tenantId, type, value)}`.execute(db.root);
   const r = rows[0];
   return { total: Number(r?.total), hour: Number(r?.hour), week: Number(r?.week), month: Number(r?.month) };
-}
-
-/**
- * Fills the tenant's list `listId` (made beforehand through the operator API) with `count`
- * values: IBANs outside the history's pool, and every 1,000th IBAN of the pool, so that a few live
- * cases meet it. Written straight into the lists module's tables, then VACUUM ANALYZE.
- */
-export async function seedBlockList(
-  db: Db,
-  tenantId: string,
-  listId: string,
-  count: number,
-  ibans: number,
-): Promise<void> {
-  await sql`
-    INSERT INTO list_values (list_key, value)
-    SELECT l.list_key, v.value
-    FROM lists l,
-         (SELECT 'NL00BLCK' || lpad(g::text, 10, '0') AS value
-          FROM generate_series(1, greatest(0, ${count} - ${Math.ceil(ibans / 1000)})) AS g
-          UNION
-          SELECT 'NL00BENC' || lpad(g::text, 10, '0') FROM generate_series(0, ${ibans - 1}, 1000) AS g) AS v
-    WHERE l.tenant_id = ${tenantId} AND l.list_id = ${listId}`.execute(db.root);
-  await sql`
-    UPDATE lists SET value_count = (SELECT count(*) FROM list_values v WHERE v.list_key = lists.list_key)
-    WHERE tenant_id = ${tenantId} AND list_id = ${listId}`.execute(db.root);
-  await sql`VACUUM ANALYZE list_values`.execute(db.root);
 }

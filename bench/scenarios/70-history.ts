@@ -8,10 +8,10 @@ import {
   hotKey,
   ibanKey,
   keyWindows,
-  seedBlockList,
   seedHistory,
   transactionSubject,
 } from "../lib/history.js";
+import { seedList } from "../lib/lists.js";
 import { median, round } from "../lib/stats.js";
 import type { BenchContext, ResultRow, Scenario } from "../lib/types.js";
 
@@ -145,12 +145,7 @@ async function measure(
     };
     const withList = settings.listValues > 0;
     if (withList) {
-      await server.admin("PUT", `/admin/tenants/${partner.tenantId}/lists/${LIST_ID}`, {
-        description: "IBANs never to pay",
-      });
-      await server.withDb((db) =>
-        seedBlockList(db, partner.tenantId, LIST_ID, settings.listValues, shape.ibans),
-      );
+      await server.withDb((db) => seedList(db, partner.tenantId, LIST_ID, settings.listValues));
     }
     const base = `/admin/tenants/${partner.tenantId}/workflows/history/versions`;
     await server.admin("POST", base, historyWorkflow(withList));
