@@ -1,6 +1,6 @@
 import type { AuditRow } from "../../users/index.js";
 import { ActorName, DataTable, Fields, Time } from "./components.js";
-import { Layout, type PageContext } from "./layout.js";
+import { Layout, type PageContext, PageHead } from "./layout.js";
 
 const ACTIONS: Record<string, string> = {
   "case.override": "Overrode the decision",
@@ -52,14 +52,11 @@ export function AuditPageView({
 }) {
   return (
     <Layout page={page} title="Audit log">
-      <div class="page-head">
-        <div>
-          <h1>Audit log</h1>
-          <p>
-            Every change made in the console, newest first: who, when, what, and the state before and after.
-          </p>
-        </div>
-      </div>
+      <PageHead title="Audit log">
+        <p>
+          Every change made in the console, newest first: who, when, what, and the state before and after.
+        </p>
+      </PageHead>
       {rows.length === 0 ? (
         <div class="panel empty">No changes have been made in the console yet.</div>
       ) : (

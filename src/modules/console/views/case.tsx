@@ -2,7 +2,18 @@ import { DECISION_VALUES } from "../../case-model/index.js";
 import type { InformationRequestView } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";
-import { ActorName, Badge, Field, Fields, label, Panel, SubmitButton, Time } from "./components.js";
+import {
+  ActorName,
+  Badge,
+  DataTable,
+  Field,
+  Fields,
+  label,
+  Panel,
+  SubmitButton,
+  Time,
+  TimeCell,
+} from "./components.js";
 import { Csrf, Layout, Notice, type PageContext } from "./layout.js";
 
 export const CASE_NOTICES: Record<string, string> = {
@@ -62,9 +73,7 @@ function DecisionPanel({ screen, names }: { screen: CaseScreen; names: Names }) 
             <tbody>
               {decisionHistory.map((d) => (
                 <tr>
-                  <td>
-                    <Time iso={d.decidedAt} />
-                  </td>
+                  <TimeCell iso={d.decidedAt} />
                   <td>
                     <Badge value={d.value} />
                   </td>
@@ -431,44 +440,30 @@ function PendingPanel({ screen }: { screen: CaseScreen }) {
 function DeliveriesPanel({ screen }: { screen: CaseScreen }) {
   return (
     <Panel title="Webhook deliveries" id="deliveries">
-      {screen.deliveries.length === 0 ? (
-        <p class="muted">No webhook has been sent about this case.</p>
-      ) : (
-        <div class="table-wrap">
-          <table>
-            <caption class="skip">Webhook deliveries of this case</caption>
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col" class="num">
-                  Attempts
-                </th>
-                <th scope="col" class="hide-narrow">
-                  Endpoint
-                </th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {screen.deliveries.map((d) => (
-                <tr>
-                  <td class="mono">{d.eventType}</td>
-                  <td>
-                    <Badge value={d.status} />
-                    {d.lastError ? <div class="small muted">{d.lastError}</div> : null}
-                  </td>
-                  <td class="num">{d.attemptCount}</td>
-                  <td class="hide-narrow">{d.webhookKey}</td>
-                  <td>
-                    <Time iso={d.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <DataTable
+        caption="Webhook deliveries of this case"
+        rows={screen.deliveries}
+        empty="No webhook has been sent about this case."
+        columns={[
+          { head: "Event" },
+          { head: "Status" },
+          { head: "Attempts", num: true },
+          { head: "Endpoint", narrow: true },
+          { head: "Created" },
+        ]}
+        row={(d) => (
+          <>
+            <td class="mono">{d.eventType}</td>
+            <td>
+              <Badge value={d.status} />
+              {d.lastError ? <div class="small muted">{d.lastError}</div> : null}
+            </td>
+            <td class="num">{d.attemptCount}</td>
+            <td class="hide-narrow">{d.webhookKey}</td>
+            <TimeCell iso={d.createdAt} />
+          </>
+        )}
+      />
     </Panel>
   );
 }

@@ -202,3 +202,12 @@ export function SubmitButton({ children }: { children: ComponentChildren }) {
     </button>
   );
 }
+
+/** A table cell holding a time; `narrow` hides it on narrow screens. */
+export function TimeCell({ iso, narrow }: { iso: string | null | undefined; narrow?: boolean }) {
+  return (
+    <td class={narrow ? "hide-narrow" : undefined}>
+      <Time iso={iso} />
+    </td>
+  );
+}

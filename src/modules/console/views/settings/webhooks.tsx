@@ -1,5 +1,5 @@
 import type { DeliveryView, WebhookConfigView } from "../../../webhooks/index.js";
-import { Badge, Field, SubmitButton, Time } from "../components.js";
+import { Badge, Field, SubmitButton, TimeCell } from "../components.js";
 import type { PageContext } from "../layout.js";
 import {
   ACTIONS,
@@ -157,9 +157,7 @@ export function WebhooksView({
                   <span class="muted">—</span>
                 )}
               </td>
-              <td>
-                <Time iso={d.createdAt} />
-              </td>
+              <TimeCell iso={d.createdAt} />
               <td>
                 {d.status !== "pending" && !d.redeliveredAs ? (
                   <PostButton
