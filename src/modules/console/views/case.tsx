@@ -174,6 +174,20 @@ function Document({
   );
 }
 
+/** One field of an analyst's answer: its key and its value (the form adds rows from a template). */
+function AnswerRow({ placeholder }: { placeholder?: string }) {
+  return (
+    <div class="answer-row">
+      <Field label="Field name">
+        <input type="text" name="fieldKey" pattern="[A-Za-z_][A-Za-z0-9_]*" placeholder={placeholder} />
+      </Field>
+      <Field label="Value">
+        <input type="text" name="fieldValue" />
+      </Field>
+    </div>
+  );
+}
+
 function RequestCard({
   page,
   caseId,
@@ -257,32 +271,13 @@ function RequestCard({
           <form method="post" action={`${base}/answer`} class="stack" data-upload={`${base}/uploads`}>
             <Csrf page={page} />
             <div data-field-rows>
-              <div class="answer-row">
-                <Field label="Field name">
-                  <input
-                    type="text"
-                    name="fieldKey"
-                    pattern="[A-Za-z_][A-Za-z0-9_]*"
-                    placeholder="source_of_funds"
-                  />
-                </Field>
-                <Field label="Value">
-                  <input type="text" name="fieldValue" />
-                </Field>
-              </div>
+              <AnswerRow placeholder="source_of_funds" />
             </div>
             <button type="button" data-add-field={`field-template-${rfi.rfiId}`}>
               Add a field
             </button>
             <template id={`field-template-${rfi.rfiId}`}>
-              <div class="answer-row">
-                <Field label="Field name">
-                  <input type="text" name="fieldKey" pattern="[A-Za-z_][A-Za-z0-9_]*" />
-                </Field>
-                <Field label="Value">
-                  <input type="text" name="fieldValue" />
-                </Field>
-              </div>
+              <AnswerRow />
             </template>
             <Field label="Documents" hint="PDF, JPEG or PNG, up to 20 MB each">
               <input type="file" name="documents" multiple accept="application/pdf,image/jpeg,image/png" />
