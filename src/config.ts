@@ -43,6 +43,20 @@ export interface Config {
   readonly metricsToken: string | undefined;
   /** A worker-only process serves `/health`, `/ready` and `/metrics` on this port when set. */
   readonly metricsPort: number | undefined;
+  /** Where uploaded documents are kept: files under `dataDir`, or an S3 bucket (`s3`). */
+  readonly blobStore: "disk" | "s3";
+  /** The bucket and how to reach it; present exactly when `blobStore` is `s3`. */
+  readonly s3: S3Config | undefined;
+}
+
+/** An S3 bucket (AWS, or any S3-compatible server through `endpoint`). Credentials come from the AWS SDK's usual sources. */
+export interface S3Config {
+  readonly bucket: string;
+  readonly region: string;
+  /** An S3-compatible server's URL (MinIO, Ceph, …); undefined for AWS itself. */
+  readonly endpoint: string | undefined;
+  /** Path-style URLs (`{endpoint}/{bucket}/{key}`) rather than a bucket host name. */
+  readonly forcePathStyle: boolean;
 }
 
 export class ConfigError extends Error {
@@ -120,6 +134,34 @@ function token(raw: string): string {
   return raw;
 }
 
+/** A bucket name as S3 allows it: 3 to 63 lowercase letters, digits, dots and hyphens. */
+function bucketName(raw: string): string {
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(raw)) {
+    throw new Error(`"${raw}" is not a valid bucket name (3 to 63 lowercase letters, digits, dots, hyphens)`);
+  }
+  return raw;
+}
+
+function readS3(env: Env): S3Config {
+  const bucket = read<string | undefined>(env, { name: "CDS_S3_BUCKET", parse: bucketName }, undefined);
+  if (bucket === undefined) throw new ConfigError("CDS_S3_BUCKET", "is required when CDS_BLOB_STORE is s3");
+  const endpoint = read<string | undefined>(
+    env,
+    { name: "CDS_S3_ENDPOINT", parse: url(["http:", "https:"]) },
+    undefined,
+  );
+  const region = read<string | undefined>(
+    env,
+    { name: "CDS_S3_REGION", parse: nonEmpty },
+    env.AWS_REGION || env.AWS_DEFAULT_REGION || (endpoint ? "us-east-1" : undefined),
+  );
+  if (region === undefined) {
+    throw new ConfigError("CDS_S3_REGION", "is required for an AWS bucket (or set AWS_REGION)");
+  }
+  const forcePathStyle = read(env, { name: "CDS_S3_FORCE_PATH_STYLE", parse: boolean }, false);
+  return { bucket, region, endpoint, forcePathStyle };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = read(env, { name: "PORT", parse: integer(0, 65535) }, 8080);
   const host = read(env, { name: "HOST", parse: nonEmpty }, "127.0.0.1");
@@ -165,6 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
     { name: "CDS_LOG_LEVEL", parse: oneOf("fatal", "error", "warn", "info", "debug", "trace", "silent") },
     "info",
   );
+  const blobStore = read(env, { name: "CDS_BLOB_STORE", parse: oneOf("disk", "s3") }, "disk");
   const config: Config = {
     port,
     host,
@@ -195,6 +238,8 @@ export function loadConfig(env: Env = process.env): Config {
       { name: "CDS_METRICS_PORT", parse: integer(0, 65535) },
       undefined,
     ),
+    blobStore,
+    s3: blobStore === "s3" ? readS3(env) : undefined,
   };
   return Object.freeze(config);
 }

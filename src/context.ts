@@ -2,7 +2,7 @@ import type { Config } from "./config.js";
 import { caseSeamOf } from "./modules/cases/index.js";
 import { consoleSeamOf } from "./modules/console/index.js";
 import { featureModules } from "./modules/index.js";
-import { NodeTypes } from "./modules/workflows/index.js";
+import { listSourceOf, NodeTypes } from "./modules/workflows/index.js";
 import type { FeatureModule } from "./platform/app-types.js";
 import { type BlobStore, createBlobStore } from "./platform/blobs/index.js";
 import type { AppContext } from "./platform/context.js";
@@ -37,6 +37,7 @@ export function createAppContext(
     log: parts.log,
     blobs: parts.blobs ?? createBlobStore(parts.config),
     nodeTypes: nodeTypesOf(features),
+    lists: listSourceOf(features),
     cases: caseSeamOf(features),
     console: consoleSeamOf(features),
   };

@@ -72,6 +72,9 @@ async function serve(io: CliIo, roleOverride?: Config["role"]): Promise<void> {
     if (report.applied.length > 0) log.info({ applied: report.applied }, "migrations applied");
     await prepareSecrets(config, db, (message, fields) => log.info(fields, message));
     const ctx = createAppContext({ config, db, log });
+    // A bucket that is missing or refuses the credentials is a bad configuration: stop here.
+    const blobProblem = await ctx.blobs.check();
+    if (blobProblem) throw new ConfigError(blobProblem.variable, blobProblem.message);
     // The worker starts first: a process that listens with its worker running is ready at once.
     if (config.role !== "api") {
       // On PostgreSQL the workers get a pool of their own, so that a burst of background work

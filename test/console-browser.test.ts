@@ -300,6 +300,29 @@ describe.skipIf(!hasChromium)("the console in Chromium", () => {
     await page.context().close();
   });
 
+  it("opens a customer's entity page from a case page, with its cases and the related cases", async () => {
+    const user = await createConsoleUser(h.app, tenantId, "analyst", {
+      name: "Eve Investigator",
+      email: "eve@northwind.example",
+    });
+    const page = await newPage();
+    await signInAs(page, user);
+    // Every payment of the set-up carries the sender cust-7: the first shares it with three others.
+    await page.goto(`/console/cases/${caseIds[0]}`);
+    const related = page.locator("#related li");
+    await expect.poll(() => related.count()).toBe(3);
+    await shoot(page, "case-entities");
+    await page.locator("#entities").getByRole("link", { name: "cust-7" }).click();
+    await page.waitForURL(/\/console\/entities\//);
+    expect(await page.getByRole("heading", { name: /customer\s+cust-7/ }).isVisible()).toBe(true);
+    expect(await page.getByText("4 cases").first().isVisible()).toBe(true);
+    expect(await page.locator("#entity-cases tbody tr").count()).toBe(4);
+    await shoot(page, "entity");
+    await page.locator("#entity-cases").getByRole("link", { name: "Card payment 5512" }).click();
+    await page.waitForURL(new RegExp(`/console/cases/${caseIds[4]}`));
+    await page.context().close();
+  });
+
   it("a viewer sees no override control, and the server refuses the post with 403", async () => {
     const viewer = await createConsoleUser(h.app, tenantId, "viewer", {
       name: "Vic Viewer",

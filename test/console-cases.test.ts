@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { ConsoleClient, signedIn } from "./support/console.js";
 import { createPartner, createStoredCase, enableTags, type Partner } from "./support/fixtures.js";
-import { raiseRfi } from "./support/rfi.js";
+import { injectPut, raiseRfi } from "./support/rfi.js";
 import {
   amountScreen,
   createWorkflow,
@@ -330,17 +330,7 @@ describe("case actions", () => {
     });
     expect(slot.statusCode, slot.body).toBe(201);
     const { uploadId, uploadUrl } = slot.json();
-    const url = new URL(uploadUrl);
-    const put = await h.app.inject({
-      method: "PUT",
-      url: url.pathname + url.search,
-      headers: {
-        "content-type": "application/pdf",
-        "content-length": String(pdf.length),
-        "if-none-match": "*",
-      },
-      payload: pdf,
-    });
+    const put = await injectPut(h.app, uploadUrl, pdf);
     expect(put.statusCode).toBe(200);
     const answered = await browser.post(`/console/cases/${caseId}/rfi/${rfiId}/answer`, {
       fieldKey: ["source_of_funds", ""],

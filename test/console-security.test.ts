@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { ConsoleClient, signedIn } from "./support/console.js";
-import { createStoredCase, createTenant } from "./support/fixtures.js";
+import { createPartner, createStoredCase, createTenant } from "./support/fixtures.js";
+import { raiseRfi } from "./support/rfi.js";
 
 /**
  * The security tests of every console route, adapted to sessions: no session (or a made-up
@@ -143,7 +144,7 @@ describe("console input", () => {
       body: "Please",
     });
     expect(badAddress.statusCode).toBe(400);
-    expect(badAddress.body).toContain("request.to");
+    expect(badAddress.body).toContain('id="rfi-to-error"');
     const badDeadline = await analyst.browser.post(`/console/cases/${caseId}/rfi`, {
       to: "ada@example.com",
       subject: "Proof",
@@ -183,5 +184,37 @@ describe("console input", () => {
     const res = await h.app.inject({ url: "/console" });
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toBe("/console/sign-in");
+  });
+});
+
+describe("what is not a form", () => {
+  it("sign-in and setup refuse JSON bodies and non-string values with 400, never 5xx", async () => {
+    const browser = new ConsoleClient(h.app);
+    await browser.get("/console/sign-in");
+    for (const [url, body] of [
+      ["/console/sign-in", { email: 5, password: { a: 1 } }],
+      ["/console/sign-in", { email: "a@example.com", password: "correct horse" }],
+      ["/console/setup", { token: [1], password: 2, confirm: 2 }],
+    ] as const) {
+      const res = await browser.postJson(url, body);
+      expect(res.statusCode, url).toBe(400);
+      expect(res.body).toContain("application/x-www-form-urlencoded");
+    }
+  });
+
+  it("a refused upload slot answers its 4xx as JSON with a code", async () => {
+    const partner = await createPartner(h.app);
+    const ownCase = await createStoredCase(h.ctx, partner.tenantId, "in_review");
+    const { rfiId } = await raiseRfi(h.app, partner, ownCase);
+    const { browser } = await signedIn(h.app, partner.tenantId, "analyst");
+    await browser.get(`/console/cases/${ownCase}`);
+    const res = await browser.postJson(`/console/cases/${ownCase}/rfi/${rfiId}/uploads`, {
+      filename: "",
+      contentType: "application/pdf",
+      sizeBytes: 3,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: "invalid_request" });
+    expect(res.json().error).toMatch(/filename/);
   });
 });

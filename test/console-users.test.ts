@@ -3,9 +3,12 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAppContext } from "../src/context.js";
 import { runCli } from "../src/main.js";
 import { changeRole, SIGNIN_LIMITS } from "../src/modules/users/index.js";
-import { ADMIN_TOKEN, createTestApp, type TestApp } from "./support/app.js";
+import { openDb } from "../src/platform/db/index.js";
+import { createLogger } from "../src/platform/logger.js";
+import { ADMIN_TOKEN, buildCheckedApp, createTestApp, type TestApp, testConfig } from "./support/app.js";
 import { ConsoleClient, createConsoleUser, signedIn, signIn } from "./support/console.js";
 import { adminHeaders, createTenant } from "./support/fixtures.js";
 
@@ -251,6 +254,42 @@ describe("sign-in and sessions", () => {
     expect(locked.headers["retry-after"]).toBe(String(SIGNIN_LIMITS.windowMinutes * 60));
   });
 
+  it("counts an attempt before its password is checked: of 40 simultaneous, only the limit are checked", async () => {
+    const tenantId = await createTenant(h.app);
+    const user = await createConsoleUser(h.app, tenantId, "viewer");
+    // On PostgreSQL a second app on connections of its own stands for a second process.
+    const second = h.database.url ? await secondApp(h.database.url) : undefined;
+    try {
+      const apps = second ? [h.app, second.app] : [h.app];
+      const browsers = await Promise.all(
+        apps.map(async (app) => {
+          const browser = new ConsoleClient(app);
+          await browser.get("/console/sign-in");
+          return browser;
+        }),
+      );
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          (browsers[i % browsers.length] as ConsoleClient).post("/console/sign-in", {
+            email: user.email,
+            password: `guess ${i}`,
+          }),
+        ),
+      );
+      const statuses = answers.map((r) => r.statusCode);
+      // 401: the password was checked and was wrong; 429: refused before any check.
+      expect(statuses.filter((s) => s === 401)).toHaveLength(SIGNIN_LIMITS.perAccount);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(40 - SIGNIN_LIMITS.perAccount);
+      const locked = await browsers[0]?.post("/console/sign-in", {
+        email: user.email,
+        password: user.password,
+      });
+      expect(locked?.statusCode).toBe(429);
+    } finally {
+      await second?.close();
+    }
+  });
+
   it(`refuses an address after ${SIGNIN_LIMITS.perAddress} failures across accounts`, async () => {
     const tenantId = await createTenant(h.app);
     const user = await createConsoleUser(h.app, tenantId, "viewer");
@@ -389,3 +428,19 @@ describe("cds user", () => {
     expect(bad.code).not.toBe(0);
   });
 });
+
+/** Another app over the same PostgreSQL database, with a pool of its own. */
+async function secondApp(url: string) {
+  const db = await openDb({ databaseUrl: url, poolSize: 10 });
+  const config = testConfig();
+  const app = await buildCheckedApp(createAppContext({ config, db, log: createLogger("silent") }));
+  await app.ready();
+  return {
+    app,
+    async close() {
+      await app.close();
+      await db.close();
+      fs.rmSync(config.dataDir, { recursive: true, force: true });
+    },
+  };
+}

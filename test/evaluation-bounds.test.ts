@@ -159,6 +159,57 @@ describe("regular expressions run on RE2", () => {
   });
 });
 
+describe("regular expressions are paid for by program size × text length", () => {
+  it("a pattern whose program is huge (a repetition count of 1000) is refused at creation, in a rule and in a schema", async () => {
+    const rule = await createVersion("huge-re", oneRule(`payload.s.matches("(?:a?){1000}a{1000}$")`));
+    expect(rule.statusCode, rule.body).toBe(400);
+    expect(rule.json().details).toEqual([
+      expect.objectContaining({
+        path: "nodes[0].rules[0].when",
+        message: expect.stringMatching(/instructions/),
+      }),
+    ]);
+    const schema = await createVersion(
+      "huge-pattern",
+      oneRule("true", { type: "object", properties: { s: { type: "string", pattern: "a{1000}$" } } }),
+    );
+    expect(schema.statusCode, schema.body).toBe(400);
+    expect(schema.json().details).toEqual([
+      expect.objectContaining({ path: "inputSchema", message: expect.stringMatching(/instructions/) }),
+    ]);
+  });
+
+  it("matches() of a large program over a long text fails the case on the budget, before matching", async () => {
+    await createWorkflow(h.app, partner.tenantId, "costly-re", oneRule("payload.s.matches(payload.re)"));
+    // 903 instructions × 60,000 characters: seconds of matching on main, refused here at once.
+    const costly = await settle("costly-re", { s: "a".repeat(60_000), re: "(?:a?){300}a{300}$" });
+    expect(costly.status).toBe("failed");
+    expect(costly.error.message).toMatch(/evaluation budget/);
+    const tooLong = await settle("costly-re", { s: "a".repeat(70_000), re: "b" });
+    expect(tooLong.status).toBe("failed");
+    expect(tooLong.error.message).toMatch(/at most 65536 characters/);
+    const fine = await settle("costly-re", { s: "ada@example.com", re: "^[a-z]+@[a-z.]+$" });
+    expect(fine.status).toBe("decided");
+    expect(fine.result.decision.value).toBe("approved");
+  });
+
+  it("an input schema's patterns over a 500,000-character string refuse the payload with 400", async () => {
+    await createWorkflow(
+      h.app,
+      partner.tenantId,
+      "long-string",
+      oneRule("true", { type: "object", properties: { s: { type: "string", pattern: "^[a-z]+$" } } }),
+    );
+    const long = await submit("long-string", { s: "a".repeat(500_000) });
+    expect(long.statusCode, long.body.slice(0, 300)).toBe(400);
+    expect(long.json().details).toEqual([
+      expect.objectContaining({ path: "payload", message: expect.stringMatching(/patterns/) }),
+    ]);
+    const short = await submit("long-string", { s: "a".repeat(1_000) });
+    expect(short.statusCode, short.body).toBe(201);
+  });
+});
+
 describe("definition limits", () => {
   it("a definition of 10,000 nodes is 400 naming the limit, before any other check", async () => {
     const nodes = Array.from({ length: 10_000 }, (_, i) => ({

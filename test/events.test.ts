@@ -1,5 +1,6 @@
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emitEvent, type NewEvent } from "../src/modules/webhooks/events.js";
+import { emitEvent, emitEvents, type NewEvent } from "../src/modules/webhooks/events.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
 import { configureWebhook } from "./support/receiver.js";
@@ -23,6 +24,7 @@ function rfiRequested(tenantId: string, caseId: string, webhookKey: string | nul
     caseId,
     type: "case.rfi_requested",
     webhookKey,
+    dryRun: false,
     payload: {
       event_type: "case.rfi_requested",
       tenant_id: tenantId,
@@ -47,22 +49,17 @@ async function rowsOf(caseId: string) {
     .selectAll()
     .where("case_id", "=", caseId)
     .execute();
+  // The delivery is its own queue entry: no job names it.
   const jobs = await h.ctx.db.root
     .selectFrom("jobs")
-    .selectAll()
-    .where("kind", "=", "webhooks.deliver")
-    .where(
-      "payload",
-      "@>",
-      // biome-ignore lint/suspicious/noExplicitAny: a jsonb containment operand
-      JSON.stringify({ deliveryId: deliveries[0]?.id ?? "none" }) as any,
-    )
+    .select("id")
+    .where(sql<boolean>`payload::text LIKE ${`%${deliveries[0]?.id ?? "none"}%`}`)
     .execute();
   return { events, deliveries, jobs };
 }
 
 describe("emitEvent", () => {
-  it("writes the event, its delivery with the body serialized once, and the delivery job when the transaction commits", async () => {
+  it("writes the event and its delivery, due at once with the body serialized once and no job, when the transaction commits", async () => {
     const { tenantId, caseId } = await newCase();
     await configureWebhook(h.app, adminHeaders, tenantId, { url: "https://hooks.example.test/rfi" }, "rfi");
     const event = rfiRequested(tenantId, caseId, "rfi");
@@ -85,18 +82,29 @@ describe("emitEvent", () => {
       attempt_count: 0,
     });
     expect(delivery?.body).toBe(JSON.stringify({ webhookId: delivery?.webhook_id, ...event.payload }));
-    expect(jobs).toHaveLength(1);
-    // What enqueue() writes for a job without a key: due now, the default attempts, not locked.
-    expect(jobs[0]).toMatchObject({
-      kind: "webhooks.deliver",
-      payload: { deliveryId: delivery?.id, tenantId, webhookKey: "rfi" },
-      job_key: null,
-      attempts: 0,
-      max_attempts: 25,
-      locked_by: null,
-      failed_at: null,
-    });
-    expect(jobs[0]?.run_at.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    expect(delivery?.claims).toBe(0);
+    expect(delivery?.next_attempt_at?.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    expect(jobs).toEqual([]);
+  });
+
+  it("records the event of a dry run and gives it no delivery, from the flag the event carries", async () => {
+    const { tenantId, caseId } = await newCase();
+    await configureWebhook(h.app, adminHeaders, tenantId, { url: "https://hooks.example.test/rfi" }, "rfi");
+    await h.ctx.db.transaction((tx) =>
+      emitEvents(tx, [
+        { ...rfiRequested(tenantId, caseId, "rfi"), dryRun: true },
+        rfiRequested(tenantId, caseId, "rfi"),
+      ]),
+    );
+    const { events, deliveries } = await rowsOf(caseId);
+    expect(events).toHaveLength(2);
+    // The stored case is no dry run: only the flag decided.
+    expect(deliveries).toHaveLength(1);
+    await h.ctx.db.transaction((tx) =>
+      emitEvent(tx, { ...rfiRequested(tenantId, caseId, "rfi"), dryRun: true }),
+    );
+    expect((await rowsOf(caseId)).events).toHaveLength(3);
+    expect((await rowsOf(caseId)).deliveries).toHaveLength(1);
   });
 
   it("records an event whose configuration does not exist as a failed delivery naming it, with no job", async () => {
@@ -125,7 +133,7 @@ describe("emitEvent", () => {
     expect(deliveries[0]?.webhook_key).toBe("default");
   });
 
-  it("leaves no event, delivery or job behind when the transaction rolls back", async () => {
+  it("leaves no event or delivery behind when the transaction rolls back", async () => {
     const { tenantId, caseId } = await newCase();
     await expect(
       h.ctx.db.transaction(async (tx) => {
@@ -136,14 +144,6 @@ describe("emitEvent", () => {
     const { events, deliveries } = await rowsOf(caseId);
     expect(events).toEqual([]);
     expect(deliveries).toEqual([]);
-    const jobs = await h.ctx.db.root
-      .selectFrom("jobs")
-      .select("id")
-      .where("kind", "=", "webhooks.deliver")
-      // biome-ignore lint/suspicious/noExplicitAny: a jsonb containment operand
-      .where("payload", "@>", JSON.stringify({ tenantId }) as any)
-      .execute();
-    expect(jobs).toEqual([]);
   });
 
   it("gives every event its own webhookId, first in the body, whatever the payload carries", async () => {

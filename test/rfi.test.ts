@@ -406,6 +406,7 @@ describe("raised by a workflow node", () => {
       tenantId,
       caseId,
       caseType: "KYB",
+      dryRun: false,
       nodeId: "ask_for_documents",
       ...TEXTS,
       cc: undefined,

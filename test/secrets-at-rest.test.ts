@@ -118,6 +118,7 @@ describe("webhook signing secrets stored before sealing", () => {
             caseId,
             type: "case.decided",
             webhookKey: null,
+            dryRun: false,
             payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
           }),
         );

@@ -318,6 +318,7 @@ describe("target safety with CDS_ALLOW_PRIVATE_TARGETS off", () => {
           caseId,
           type: "case.decided",
           webhookKey: null,
+          dryRun: false,
           payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
         }),
       );
@@ -364,6 +365,7 @@ describe("logs", () => {
           caseId,
           type: "case.decided",
           webhookKey: null,
+          dryRun: false,
           payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
         }),
       );

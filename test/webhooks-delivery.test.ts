@@ -1,5 +1,6 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { verifyWebhook } from "@case-decisioning/verify-webhook";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emitEvent, type NewEvent } from "../src/modules/webhooks/events.js";
 import { hmacHex } from "../src/platform/crypto.js";
@@ -41,6 +42,7 @@ function decided(s: Scenario, webhookKey: string | null = null): NewEvent {
     caseId: s.caseId,
     type: "case.decided",
     webhookKey,
+    dryRun: false,
     payload: {
       event_type: "case.decided",
       case_id: s.caseId,
@@ -214,16 +216,15 @@ describe.concurrent("retries", () => {
       [4, 500, "HTTP 500"],
     ]);
     expect(delivery.attempts[0].responseBody).toBe("upstream exploded");
-    // No further attempt comes, and no job is left (its deletion follows the outcome's record).
+    // No further attempt comes, and no claim is left (it is deleted with the last outcome it holds).
     await delay(1500);
     expect(receiver.received(s.path)).toHaveLength(4);
-    const jobs = await h.ctx.db.root
-      .selectFrom("jobs")
+    const claims = await h.ctx.db.root
+      .selectFrom("webhook_claims")
       .select("id")
-      .where("kind", "=", "webhooks.deliver")
-      .where((eb) => eb(eb.ref("payload", "->>").key("deliveryId" as never), "=", delivery.deliveryId))
+      .where(sql<boolean>`${delivery.deliveryId}::uuid = ANY(deliveries)`)
       .execute();
-    expect(jobs).toEqual([]);
+    expect(claims).toEqual([]);
   });
 
   it("stops after the configured maxAttempts; a configuration that names none gets 5 attempts and 10 s", async () => {

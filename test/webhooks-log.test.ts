@@ -42,7 +42,14 @@ function emit(tenantId: string, caseId: string, type: EventType = "case.decided"
         }
       : { event_type: type, case_id: caseId, tenant_id: tenantId, timestamp: new Date().toISOString() };
   return h.ctx.db.transaction((tx) =>
-    emitEvent(tx, { tenantId, caseId, type, webhookKey: null, payload: { ...payload, ...extra } }),
+    emitEvent(tx, {
+      tenantId,
+      caseId,
+      type,
+      webhookKey: null,
+      dryRun: false,
+      payload: { ...payload, ...extra },
+    }),
   );
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { backoffMs, retryDelayMs } from "../src/modules/webhooks/delivery.job.js";
+import { backoffMs, retryDelayMs } from "../src/modules/webhooks/delivery-attempt.js";
 import { DeliveryGate } from "../src/modules/webhooks/delivery-gate.js";
 import { parseRetryAfter } from "../src/modules/webhooks/http-sender.js";
 import { isPrivateAddress } from "../src/modules/webhooks/target-safety.js";

@@ -1,65 +1,44 @@
-import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
-import path from "node:path";
-import { performance } from "node:perf_hooks";
-import { configWith } from "../../src/config.js";
-import { createAppContext, serviceMigrations } from "../../src/context.js";
-import { insertTenant } from "../../src/modules/tenants/tenants.repo.js";
-import { emitEvent, type NewEvent } from "../../src/modules/webhooks/events.js";
-import { upsertWebhookConfig } from "../../src/modules/webhooks/webhook-configs.repo.js";
-import { uuid } from "../../src/platform/crypto.js";
-import { openDb } from "../../src/platform/db/index.js";
-import { createLogger } from "../../src/platform/logger.js";
-import { migrate } from "../../src/platform/migrate.js";
-import { startWorker } from "../../src/worker.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import autocannon from "autocannon";
+import { startBareServer } from "../lib/bare.js";
+import { type CaseSummary, casesOf, decisionsIn, drained, submission, workPerCase } from "../lib/cases.js";
 import { runIfMain } from "../lib/harness.js";
-import { insertStoredCase } from "../lib/provision.js";
+import { paced } from "../lib/load.js";
 import { median, percentile, round } from "../lib/stats.js";
-import type { BenchServer, Scenario } from "../lib/types.js";
+import type { BenchServer, ResultRow, Scenario } from "../lib/types.js";
+import { threeNodeRules } from "../lib/workflows.js";
 
 /**
- * Webhook delivery: sustained deliveries per second to a local receiver, and the time from an
- * event's commit to its first attempt, each with and without one tenant whose endpoint stalls
- * (accepts the connection, never answers). Events are emitted the way features emit them
- * (`emitEvent` in a transaction) from the bench process, into the database of the real service,
- * which delivers them from its own process. On the embedded database, which one process holds at a
- * time, the service's workers run inside the bench process instead.
+ * Webhook delivery as a partner sees it: cases submitted over HTTP to the service as `npm start`
+ * runs it (API, engine and delivery in one process), decided by the three-node workflow, and
+ * their `case.decided` posted to a receiver on loopback that answers 204 at once. Against, in the
+ * same run: the same service deciding the same cases for a tenant with no webhook configured, and
+ * the bare INSERT server on the same kind of database.
  */
-const TENANTS = 10;
-/** Events per second during the latency measurement (one event per transaction, as a decision emits). */
-const LATENCY_RATE = 200;
-/** Events per transaction during the throughput measurement. */
-const BATCH = 25;
-/** Backlog (emitted, not yet received) the throughput emitter keeps, so that it measures delivery. */
-const BACKLOG = 2000;
-/** Events per second to the stalled tenant while it takes part. */
-const STALLED_RATE = 50;
-const GOALS = { deliveriesPerSecond: 1000, p99Ms: 200 };
+const GOALS = { ofDecisions: 0.8, p99Ms: 100, transactions: 1.6, rows: 8, walKB: 8 };
 
-/** The partners' endpoints: one path per tenant answers 200 at once; `/stalled` never answers. */
+/** The partner's endpoint: answers 204 at once, and notes when each case's decision first arrived. */
 class Receiver {
-  readonly firstSeen = new Map<number, number>();
+  /** Case id → when its `case.decided` first arrived (ms since the epoch, the service's clock). */
+  readonly firstSeen = new Map<string, number>();
   received = 0;
   readonly #server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      if (req.url === "/stalled") return;
+      const at = Date.now();
       this.received++;
-      const at = performance.now();
-      const sequence = (
-        JSON.parse(Buffer.concat(chunks).toString("utf8")) as { output: { sequence: number } }
-      ).output.sequence;
-      if (!this.firstSeen.has(sequence)) this.firstSeen.set(sequence, at);
-      res.writeHead(200).end();
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { case_id?: string };
+      if (body.case_id && !this.firstSeen.has(body.case_id)) this.firstSeen.set(body.case_id, at);
+      res.writeHead(204).end();
     });
   });
 
   async start(): Promise<string> {
     await new Promise<void>((resolve) => this.#server.listen(0, "127.0.0.1", resolve));
-    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}/hook`;
   }
 
   async stop(): Promise<void> {
@@ -70,296 +49,236 @@ class Receiver {
 
 interface Tenant {
   tenantId: string;
-  caseId: string;
+  headers: Record<string, string>;
 }
 
-/** Where events go in and how tenants are set up: the service in its own process, or in this one. */
-interface Rig {
-  database: string;
-  tenant(url: string): Promise<Tenant>;
-  emit(events: NewEvent[]): Promise<void>;
-  stop(): Promise<void>;
-}
-
-const SECRETS = [{ id: "bench", secret: "whsec_bench_0123456789abcdef" }];
-
-function serviceRig(server: BenchServer): Rig {
-  return {
-    database: server.database,
-    async tenant(url) {
-      const partner = await server.partner({ scopes: ["cases:read"] });
-      await server.admin("PUT", `/admin/tenants/${partner.tenantId}/webhooks/default`, {
-        url,
-        secrets: SECRETS,
-        activeSecretId: "bench",
-      });
-      return {
-        tenantId: partner.tenantId,
-        caseId: await server.withDb((db) => insertStoredCase(db, partner.tenantId, "running")),
-      };
-    },
-    emit: (events) =>
-      server.withDb((db) =>
-        db.transaction(async (tx) => {
-          for (const e of events) await emitEvent(tx, e);
-        }),
-      ),
-    stop: async () => {},
-  };
-}
-
-async function inProcessRig(): Promise<Rig> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-bench-webhooks-"));
-  const config = configWith({ dataDir, adminToken: "bench-admin-token-0123456789", logLevel: "warn" });
-  const db = await openDb({ dataDir });
-  await migrate(db, serviceMigrations());
-  const ctx = createAppContext({ config, db, log: createLogger(config.logLevel) });
-  const worker = await startWorker(ctx);
-  return {
-    database: "pglite (workers in the bench process)",
-    async tenant(url) {
-      const tenantId = uuid();
-      await insertTenant(db.root, tenantId, "Bench Bank");
-      await upsertWebhookConfig(db.root, tenantId, "default", {
-        url,
-        secrets: SECRETS,
-        secretsSealed: false,
-        activeSecretId: "bench",
-        maxAttempts: 5,
-        timeoutMs: 10_000,
-      });
-      return { tenantId, caseId: await insertStoredCase(db, tenantId, "running") };
-    },
-    emit: (events) =>
-      db.transaction(async (tx) => {
-        for (const e of events) await emitEvent(tx, e);
-      }),
-    async stop() {
-      await worker.stop();
-      await db.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-}
-
-let sequence = 0;
-function event(t: Tenant): { event: NewEvent; sequence: number } {
-  const n = sequence++;
-  return {
-    sequence: n,
-    event: {
-      tenantId: t.tenantId,
-      caseId: t.caseId,
-      type: "node.notification",
-      webhookKey: null,
-      payload: {
-        event_type: "node.notification",
-        payloadType: "bench-progress",
-        tenantId: t.tenantId,
-        caseId: t.caseId,
-        nodeId: "notify_progress",
-        webhookKey: null,
-        output: {
-          sequence: n,
-          applicant_id: "a-12345",
-          verification_url: "https://verify.example.com/s/abc",
-        },
-      },
-    },
-  };
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Emits to the stalled tenant at STALLED_RATE until stopped. */
-function stallTraffic(rig: Rig, stalled: Tenant | undefined): () => Promise<void> {
-  if (!stalled) return async () => {};
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      await rig.emit([event(stalled).event]);
-      await sleep(1000 / STALLED_RATE);
-    }
-  })();
-  return async () => {
-    running = false;
-    await loop;
-  };
-}
-
-/** One event per transaction at LATENCY_RATE for `seconds`; the commit-to-first-attempt latencies. */
-async function measureLatency(
-  rig: Rig,
-  receiver: Receiver,
-  tenants: Tenant[],
-  seconds: number,
-): Promise<number[]> {
-  const committed = new Map<number, number>();
-  const started = performance.now();
-  const inFlight = new Set<Promise<void>>();
-  for (let i = 0; performance.now() - started < seconds * 1000; i++) {
-    const due = started + (i * 1000) / LATENCY_RATE;
-    const wait = due - performance.now();
-    if (wait > 0) await sleep(wait);
-    const { event: e, sequence: n } = event(tenants[i % tenants.length] as Tenant);
-    const p = rig.emit([e]).then(() => {
-      committed.set(n, performance.now());
+async function tenant(server: BenchServer, webhookUrl: string | null): Promise<Tenant> {
+  const partner = await server.partner({ scopes: ["cases:write", "cases:read"] });
+  const base = `/admin/tenants/${partner.tenantId}/workflows/screen/versions`;
+  await server.admin("POST", base, threeNodeRules);
+  await server.admin("POST", `${base}/1/publish`);
+  if (webhookUrl) {
+    await server.admin("PUT", `/admin/tenants/${partner.tenantId}/webhooks/default`, {
+      url: webhookUrl,
+      secrets: [{ id: "bench", secret: "whsec_bench_0123456789abcdef" }],
+      activeSecretId: "bench",
     });
-    inFlight.add(p);
-    void p.finally(() => inFlight.delete(p));
-    if (inFlight.size >= 16) await Promise.race(inFlight);
   }
-  await Promise.all(inFlight);
-  const deadline = performance.now() + 15_000;
-  while ([...committed.keys()].some((n) => !receiver.firstSeen.has(n)) && performance.now() < deadline)
-    await sleep(20);
-  return [...committed].map(([n, at]) => (receiver.firstSeen.get(n) ?? Number.POSITIVE_INFINITY) - at);
+  return { tenantId: partner.tenantId, headers: { ...partner.headers, "content-type": "application/json" } };
 }
 
-/** Emits as fast as delivery keeps up (a bounded backlog); first deliveries per second over `seconds`. */
-async function measureThroughput(
-  rig: Rig,
-  receiver: Receiver,
-  tenants: Tenant[],
-  seconds: number,
-): Promise<number> {
-  const mine = new Set<number>();
-  const delivered = () => {
-    let n = 0;
-    for (const s of mine) if (receiver.firstSeen.has(s)) n++;
-    return n;
-  };
-  let stop = false;
-  const emitter = (async () => {
-    let i = 0;
-    while (!stop) {
-      if (mine.size - delivered() > BACKLOG) {
-        await sleep(5);
-        continue;
-      }
-      const batch = Array.from({ length: BATCH }, () => event(tenants[i++ % tenants.length] as Tenant));
-      for (const b of batch) mine.add(b.sequence);
-      await rig.emit(batch.map((b) => b.event));
-    }
-  })();
-  await sleep(1000);
-  const from = delivered();
-  const t0 = performance.now();
-  await sleep(seconds * 1000);
-  const rate = ((delivered() - from) * 1000) / (performance.now() - t0);
-  stop = true;
-  await emitter;
-  const deadline = performance.now() + 30_000;
-  while (delivered() < mine.size && performance.now() < deadline) await sleep(20);
-  return rate;
+/** `count` submissions as fast as the service answers them. */
+async function submitAll(server: BenchServer, t: Tenant, count: number, connections: number): Promise<void> {
+  const result = await autocannon({
+    url: `${server.url}/cases`,
+    method: "POST",
+    headers: t.headers,
+    body: submission,
+    connections,
+    amount: count,
+    // A slow machine queues submissions behind each other; an answer is what counts.
+    timeout: 120,
+  });
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`${result.non2xx} submissions were not 2xx and ${result.errors} failed`);
 }
 
-/** What a bare keep-alive client reaches against the same receiver: the ceiling of this machine. */
-async function receiverCeiling(url: string, seconds: number): Promise<number> {
-  const agent = new http.Agent({ keepAlive: true });
-  let sent = 0;
-  const end = performance.now() + seconds * 1000;
-  const body = JSON.stringify({ output: { sequence: -1 } });
-  const worker = async () => {
-    while (performance.now() < end) {
-      await new Promise<void>((resolve, reject) => {
-        const req = http.request(`${url}/ceiling`, { method: "POST", agent }, (res) => {
-          res.resume();
-          res.on("end", resolve);
-        });
-        req.on("error", reject);
-        req.end(body);
-      });
-      sent++;
-    }
+/** Waits until every case has its decision at the receiver. */
+async function allReceived(receiver: Receiver, cases: CaseSummary[], timeoutMs = 600_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (cases.some((c) => !receiver.firstSeen.has(c.caseId))) {
+    if (Date.now() > deadline) throw new Error("decisions still not delivered");
+    await sleep(50);
+  }
+}
+
+/** Cases delivered per second from the first submission to the last delivery; submission → receipt. */
+function deliveriesOf(receiver: Receiver, cases: CaseSummary[]) {
+  const created = cases.map((c) => Date.parse(c.createdAt));
+  const received = cases.map((c) => receiver.firstSeen.get(c.caseId) as number);
+  const span = (Math.max(...received) - Math.min(...created)) / 1000;
+  const latencies = cases.map((_, i) => (received[i] as number) - (created[i] as number));
+  return {
+    perSecond: span > 0 ? cases.length / span : 0,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
   };
-  await Promise.all(Array.from({ length: 16 }, worker));
-  agent.destroy();
-  return sent / seconds;
 }
 
 const scenario: Scenario = {
   name: "webhooks",
   description:
-    "deliveries/s to a local receiver and commit → first attempt, with and without a stalled tenant",
+    "cases submitted, decided and delivered to a loopback receiver (npm start's one process), against the " +
+    "same service deciding without a webhook and a bare INSERT server; database work per delivered case",
   async run(ctx) {
-    const server = await ctx.startServer();
-    let rig: Rig;
-    if (server.database === "postgres") rig = serviceRig(server);
-    else {
-      await server.stop();
-      rig = await inProcessRig();
-    }
+    const count = Number(process.env.BENCH_WEBHOOKS_CASES ?? 5000);
+    const counted = Number(process.env.BENCH_CASES_COUNTED ?? 2000);
+    const connections = Number(process.env.BENCH_CASES_CONNECTIONS ?? 64);
+    const databases = (process.env.BENCH_WEBHOOKS_DATABASES ?? "postgres,pglite").split(",") as Array<
+      "postgres" | "pglite"
+    >;
+    const rows: ResultRow[] = [];
+    const notes: string[] = [];
     const receiver = new Receiver();
-    const url = await receiver.start();
-    let stopStall = async () => {};
+    const hookUrl = await receiver.start();
     try {
-      const tenants: Tenant[] = [];
-      for (let i = 0; i < TENANTS; i++) tenants.push(await rig.tenant(`${url}/t${i}`));
-      const stalled = await rig.tenant(`${url}/stalled`);
-      const seconds = ctx.settings.durationSeconds;
-      ctx.log("warming up");
-      await measureThroughput(rig, receiver, tenants, Math.max(1, ctx.settings.warmupSeconds));
-      const results = {
-        plain: { rate: [] as number[], lat: [] as number[][] },
-        stall: { rate: [] as number[], lat: [] as number[][] },
-      };
-      const ceiling: number[] = [];
-      // The healthy rounds first: a stalled endpoint's backlog outlives its round, so rounds with it
-      // come after, with its traffic running throughout, as during a partner's outage.
-      for (const mode of ["plain", "stall"] as const) {
-        if (mode === "stall") stopStall = stallTraffic(rig, stalled);
-        for (let pass = 1; pass <= ctx.settings.repeats; pass++) {
-          const rate = await measureThroughput(rig, receiver, tenants, seconds);
-          const latencies = await measureLatency(rig, receiver, tenants, seconds);
-          results[mode].rate.push(rate);
-          results[mode].lat.push(latencies);
-          ctx.log(
-            `${mode} round ${pass}: ${Math.round(rate)} deliveries/s, p50 ${round(percentile(latencies, 50))} ms, ` +
-              `p99 ${round(percentile(latencies, 99))} ms`,
+      for (const database of databases) {
+        const bare = await startBareServer(database);
+        let baseline: number;
+        try {
+          const [result] = await ctx.load(
+            [
+              {
+                name: `bare INSERT server (${database})`,
+                baseUrl: () => bare.url,
+                path: "/cases",
+                method: "POST",
+                headers: { "content-type": "application/json" },
+                body: submission,
+              },
+            ],
+            { connections },
           );
-          if (mode === "plain") ceiling.push(await receiverCeiling(url, Math.min(2, seconds)));
+          if (!result) throw new Error("the load generator returned no result");
+          baseline = result.requestsPerSecond;
+        } finally {
+          await bare.stop();
         }
-      }
-      await stopStall();
-      const row = (name: string, r: { rate: number[]; lat: number[][] }) => ({
-        name,
-        figures: {
-          "deliveries/s": round(median(r.rate)),
-          "p50 ms": round(median(r.lat.map((l) => percentile(l, 50)))),
-          "p99 ms": round(median(r.lat.map((l) => percentile(l, 99)))),
-        },
-      });
-      const plain = row("10 healthy tenants", results.plain);
-      const withStall = row("+ 1 stalled tenant", results.stall);
-      const meets = (r: typeof plain) =>
-        Number(r.figures["deliveries/s"]) >= GOALS.deliveriesPerSecond &&
-        Number(r.figures["p99 ms"]) < GOALS.p99Ms;
-      return {
-        rows: [
-          plain,
-          withStall,
+        rows.push({ name: `bare INSERT server (${database})`, figures: { "cases/s": round(baseline) } });
+
+        const server = await ctx.startServer({ database });
+        const plain = await tenant(server, null);
+        const hooked = await tenant(server, hookUrl);
+        // Warm-up: the code paths compiled, the pools filled.
+        await submitAll(server, plain, 500, connections);
+        await submitAll(server, hooked, 500, connections);
+        await drained(server, plain.tenantId);
+        await drained(server, hooked.tenantId);
+
+        const decidedRates: number[] = [];
+        const deliveredRates: number[] = [];
+        for (let pass = 1; pass <= ctx.settings.repeats; pass++) {
+          // Interleaved, so that the machine's drift hits both alike.
+          let from = new Date();
+          await submitAll(server, plain, count, connections);
+          await drained(server, plain.tenantId);
+          const decided = decisionsIn(await casesOf(server, plain.tenantId, from, new Date()));
+          decidedRates.push(decided.perSecond);
+          from = new Date();
+          await submitAll(server, hooked, count, connections);
+          await drained(server, hooked.tenantId);
+          const cases = await casesOf(server, hooked.tenantId, from, new Date());
+          await allReceived(receiver, cases);
+          const delivered = deliveriesOf(receiver, cases);
+          deliveredRates.push(delivered.perSecond);
+          ctx.log(
+            `${database}, round ${pass}: ${round(decided.perSecond)} decisions/s without a webhook, ` +
+              `${round(delivered.perSecond)} decided and delivered/s with one (${round(delivered.perSecond / decided.perSecond)})`,
+          );
+        }
+        const decidedRate = median(decidedRates);
+        const deliveredRate = median(deliveredRates);
+        const ratio = median(deliveredRates.map((d, i) => d / (decidedRates[i] as number)));
+        rows.push(
           {
-            name: "bare client → receiver",
-            figures: { "deliveries/s": round(median(ceiling)), "p50 ms": null, "p99 ms": null },
+            name: `${count} cases decided, no webhook (${database})`,
+            figures: { "cases/s": round(decidedRate), "of bare": round(decidedRate / baseline) },
           },
-        ],
-        notes: [
-          `database: ${rig.database}; latency at ${LATENCY_RATE} events/s, one event per transaction; throughput with ` +
-            `${BATCH} events per transaction and a backlog of at most ${BACKLOG}; the stalled tenant gets ${STALLED_RATE} events/s`,
-          `goal: at least ${GOALS.deliveriesPerSecond} deliveries/s and p99 under ${GOALS.p99Ms} ms, unchanged by the stalled ` +
-            `tenant — ${meets(plain) && meets(withStall) ? "met" : "MISSED"}`,
-          "the bare client row is 16 keep-alive connections posting to the same receiver: the machine's ceiling",
-        ],
-      };
+          {
+            name: `${count} cases decided and delivered (${database})`,
+            figures: {
+              "cases/s": round(deliveredRate),
+              "of bare": round(deliveredRate / baseline),
+              "of no webhook": round(ratio),
+            },
+          },
+        );
+
+        const half = Math.max(10, Math.round(deliveredRate / 2));
+        const steady: Array<ReturnType<typeof deliveriesOf>> = [];
+        for (let pass = 1; pass <= ctx.settings.repeats; pass++) {
+          const from = new Date();
+          await paced({
+            url: `${server.url}/cases`,
+            method: "POST",
+            headers: hooked.headers,
+            body: submission,
+            connections: 32,
+            rate: half,
+            seconds: ctx.settings.durationSeconds,
+          });
+          await drained(server, hooked.tenantId);
+          const cases = await casesOf(server, hooked.tenantId, from, new Date());
+          await allReceived(receiver, cases);
+          const run = deliveriesOf(receiver, cases);
+          ctx.log(`${database}, at ${half}/s: p50 ${round(run.p50Ms)} ms, p99 ${round(run.p99Ms)} ms`);
+          steady.push(run);
+        }
+        const p99 = median(steady.map((r) => r.p99Ms));
+        rows.push({
+          name: `submission → webhook received at ${half}/s, half the rate (${database})`,
+          figures: { "p50 ms": round(median(steady.map((r) => r.p50Ms))), "p99 ms": round(p99) },
+        });
+        notes.push(
+          `${database}: decided and delivered ${round(ratio)} of the decisions without a webhook (goal ≥ ${GOALS.ofDecisions}: ` +
+            `${ratio >= GOALS.ofDecisions ? "met" : "missed"}); p99 submission → received at half the rate ${round(p99)} ms ` +
+            `(goal < ${GOALS.p99Ms} ms: ${p99 < GOALS.p99Ms ? "met" : "missed"})`,
+        );
+
+        if (database === "postgres") {
+          const rate = Math.min(500, half);
+          const work = await workPerCase(server, async () => {
+            const from = new Date();
+            await paced({
+              url: `${server.url}/cases`,
+              method: "POST",
+              headers: hooked.headers,
+              body: submission,
+              connections: 32,
+              rate,
+              seconds: counted / rate,
+            });
+            await drained(server, hooked.tenantId);
+            const cases = await casesOf(server, hooked.tenantId, from, new Date());
+            await allReceived(receiver, cases);
+            return cases.length;
+          });
+          const walKB = work.walBytes / 1024;
+          rows.push({
+            name: `database work per decided and delivered case (${work.decided} cases at ${rate}/s)`,
+            figures: {
+              transactions: round(work.transactions),
+              "rows written": round(work.rows),
+              "WAL KB": round(walKB),
+            },
+          });
+          const met =
+            work.transactions <= GOALS.transactions && work.rows <= GOALS.rows && walKB <= GOALS.walKB;
+          notes.push(
+            `per delivered case by table: ${work.byTable.join("; ")}`,
+            work.walInspected
+              ? `WAL per delivered case: ${round(walKB)} KB of this database's records (pg_walinspect), of which ` +
+                  `${round(work.fpiBytes / 1024)} KB full-page images; the server wrote ${round(work.serverWalBytes / 1024)} KB ` +
+                  `per case in all, other databases committing ${work.otherCommits} transactions meanwhile`
+              : `WAL per delivered case: the server's ${round(work.serverWalBytes / 1024)} KB in all (its WAL was recycled ` +
+                  `before it could be read per database), other databases committing ${work.otherCommits} transactions meanwhile`,
+            `goals: ≤ ${GOALS.transactions} transactions, ≤ ${GOALS.rows} rows, ≤ ${GOALS.walKB} KB of WAL per delivered ` +
+              `case — ${met ? "met" : "MISSED"}`,
+          );
+        }
+        await server.stop();
+      }
+      notes.push(
+        `one service process (CDS_ROLE=all, as npm start runs it), ${connections} connections, ${count} cases a round; ` +
+          `a delivery's time is the receiver's clock at its first arrival minus the case's createdAt; ` +
+          `${receiver.received - receiver.firstSeen.size} deliveries arrived more than once`,
+      );
+      return { rows, notes };
     } finally {
-      await stopStall().catch(() => {});
       await receiver.stop();
-      await rig.stop();
     }
   },
 };
 
 export default scenario;
-
 await runIfMain(import.meta.url, scenario);

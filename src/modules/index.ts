@@ -5,6 +5,7 @@ import { casesModule } from "./cases/index.js";
 import { consoleModule } from "./console/index.js";
 import { engineModule } from "./engine/index.js";
 import { entitiesModule } from "./entities/index.js";
+import { listsModule } from "./lists/index.js";
 import { providersModule } from "./providers/index.js";
 import { rfiModule } from "./rfi/index.js";
 import { tagsModule } from "./tags/index.js";
@@ -26,6 +27,7 @@ export const featureModules: readonly FeatureModule[] = [
   webhooksModule,
   providersModule,
   entitiesModule,
+  listsModule,
   usersModule,
   consoleModule,
 ];

@@ -63,6 +63,12 @@ export const ERRORS = {
   upload_limit_reached: { status: 422, meaning: "No more upload slots: 30 per request or 100 per case." },
   // Tags.
   tag_limit_reached: { status: 409, meaning: "The case carries 100 tags already, the most it can carry." },
+  // Lists.
+  list_full: { status: 409, meaning: "The change would leave the list with more than 1,000,000 values." },
+  list_in_use: {
+    status: 409,
+    meaning: "A published workflow version reads the list (`details` names each version).",
+  },
   // Requests refused by the HTTP parser before any route runs.
   request_timeout: { status: 408, meaning: "The request was not received in time." },
   headers_too_large: { status: 431, meaning: "The request's headers are larger than the service accepts." },

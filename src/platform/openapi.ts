@@ -129,6 +129,10 @@ const API_TAGS = (
     ],
     ["operator: webhooks", "Webhook endpoints, secrets and the delivery log (operator token)."],
     ["operator: entities", "What the tenant knows across cases: customers, IBANs, devices (operator token)."],
+    [
+      "operator: lists",
+      "A tenant's named lists of values, which workflows read with inList (operator token).",
+    ],
   ] as const
 ).map(([name, description]) => ({ name, description }));
 

@@ -50,6 +50,7 @@ export async function operationsRoutes(app: App, ctx: AppContext): Promise<void>
           "200 when the database answers and a worker (this process's or another's) has reported within",
           `the last ${WORKER_FRESH_SECONDS} s; otherwise 503, saying what is missing. An API process`,
           "(`CDS_ROLE=api`) is not ready while no worker runs: cases would be accepted and never run.",
+          "With `CDS_BLOB_STORE=s3`, the bucket must answer too.",
         ].join(" "),
         security: [],
         response: {
@@ -71,6 +72,11 @@ export async function operationsRoutes(app: App, ctx: AppContext): Promise<void>
           "unavailable",
           `no worker seen in the last ${WORKER_FRESH_SECONDS} s: start one (CDS_ROLE=worker or all)`,
         );
+      }
+      const blobProblem = await ctx.blobs.check();
+      if (blobProblem) {
+        request.log.warn({ blobStore: ctx.blobs.kind, ...blobProblem }, "readiness check failed");
+        throw new AppError("unavailable", `document storage unavailable: ${blobProblem.message}`);
       }
       return { status: "ready" as const };
     },

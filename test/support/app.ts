@@ -11,6 +11,13 @@ import { createLogger } from "../../src/platform/logger.js";
 import { startWorker } from "../../src/worker.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
 import { checkResponsesAgainstDocument } from "./openapi-check.js";
+import { startTestS3, type TestS3 } from "./s3.js";
+
+/**
+ * The blob store the tests run with: `CDS_TEST_BLOB_STORE=s3` runs them against a test S3 server
+ * (started per test app, on loopback); anything else, the disk store.
+ */
+export const TEST_BLOB_STORE: Config["blobStore"] = process.env.CDS_TEST_BLOB_STORE === "s3" ? "s3" : "disk";
 
 export const ADMIN_TOKEN = "test-operator-token-0123456789";
 
@@ -18,6 +25,8 @@ export interface TestApp {
   app: App;
   ctx: AppContext;
   database: TestDatabase;
+  /** The test S3 server behind the app's store, when the tests run with S3. */
+  s3: TestS3 | undefined;
   /** Starts this process's job worker (stopped by close). */
   startWorker(): Promise<JobWorker>;
   close(): Promise<void>;
@@ -47,7 +56,11 @@ export async function buildCheckedApp(ctx: AppContext): Promise<App> {
 /** The real application over a database of the test file's own. */
 export async function createTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
   const database = await createTestDatabase();
-  const config = testConfig(overrides);
+  const s3 = TEST_BLOB_STORE === "s3" ? await startTestS3() : undefined;
+  const config = testConfig({
+    ...(s3 ? { blobStore: "s3" as const, s3: await s3.createBucket() } : {}),
+    ...overrides,
+  });
   const ctx = createAppContext({ config, db: database.db, log: createLogger(config.logLevel) });
   const app = await buildCheckedApp(ctx);
   await app.ready();
@@ -56,6 +69,7 @@ export async function createTestApp(overrides: Partial<Config> = {}): Promise<Te
     app,
     ctx,
     database,
+    s3,
     async startWorker() {
       const worker = await startWorker(ctx);
       workers.push(worker);
@@ -65,6 +79,7 @@ export async function createTestApp(overrides: Partial<Config> = {}): Promise<Te
       for (const w of workers) await w.stop();
       await app.close();
       await database.drop();
+      await s3?.close();
       fs.rmSync(config.dataDir, { recursive: true, force: true });
     },
   };

@@ -69,13 +69,22 @@ export function pathOf(uploadUrl: string): string {
   return `${url.pathname}${url.search}`;
 }
 
-/** PUTs through `app.inject` with the three pinned headers, overridable one by one. */
-export function injectPut(
+/** An upload's answer, from the service's own upload route or from an S3 server. */
+export interface PutResponse {
+  statusCode: number;
+  body: string;
+}
+
+/**
+ * PUTs with the three pinned headers, overridable one by one: through `app.inject` when the URL
+ * is the service's own (the disk store), else over a socket to the URL (an S3 bucket).
+ */
+export async function injectPut(
   app: App,
   uploadUrl: string,
   body: Buffer,
   headers: Record<string, string | undefined> = {},
-) {
+): Promise<PutResponse> {
   const all: Record<string, string> = {};
   const given = {
     "content-type": PDF,
@@ -84,7 +93,23 @@ export function injectPut(
     ...headers,
   };
   for (const [k, v] of Object.entries(given)) if (v !== undefined) all[k] = v;
-  return app.inject({ method: "PUT", url: pathOf(uploadUrl), headers: all, payload: body });
+  if (!new URL(uploadUrl).pathname.startsWith("/uploads/")) {
+    const res = await socketPut(new URL(uploadUrl).origin, uploadUrl, body, all);
+    return { statusCode: res.status, body: res.body };
+  }
+  const res = await app.inject({ method: "PUT", url: pathOf(uploadUrl), headers: all, payload: body });
+  return { statusCode: res.statusCode, body: res.body };
+}
+
+/** The error code of a refused upload: the service's `error`, or an S3 server's `<Code>`. */
+export function uploadErrorOf(res: PutResponse): string | undefined {
+  const xml = /<Code>([^<]*)<\/Code>/.exec(res.body);
+  if (xml) return xml[1];
+  try {
+    return (JSON.parse(res.body) as { error?: string }).error;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Mints a slot for `bytes` and uploads them; returns the uploadId. */

@@ -26,7 +26,7 @@ export function resultEnvelope(
 
 export function decisionEvent(
   type: "case.decided" | "case.pending_review" | "case.decision_overridden",
-  row: Pick<CaseRow, "id" | "tenant_id" | "external_customer_id">,
+  row: Pick<CaseRow, "id" | "tenant_id" | "external_customer_id" | "dry_run">,
   result: ResultEnvelope,
   at: Date,
 ): NewEvent {
@@ -35,6 +35,7 @@ export function decisionEvent(
     caseId: row.id,
     type,
     webhookKey: null,
+    dryRun: row.dry_run,
     payload: {
       event_type: type,
       case_id: row.id,
@@ -48,7 +49,7 @@ export function decisionEvent(
 
 /** `case.failed` (contract section 2): the workflow errored and the case ends without a decision. */
 export function caseFailedEvent(
-  row: Pick<CaseRow, "id" | "tenant_id" | "external_customer_id">,
+  row: Pick<CaseRow, "id" | "tenant_id" | "external_customer_id" | "dry_run">,
   error: { nodeId: string; message: string },
   at: Date,
 ): NewEvent {
@@ -57,6 +58,7 @@ export function caseFailedEvent(
     caseId: row.id,
     type: "case.failed",
     webhookKey: null,
+    dryRun: row.dry_run,
     payload: {
       event_type: "case.failed",
       case_id: row.id,

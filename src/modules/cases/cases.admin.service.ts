@@ -1,6 +1,7 @@
 import type { AppContext } from "../../platform/context.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { type CaseStatus, type DecisionEntry, type DecisionValue, isTerminal } from "../case-model/index.js";
+import { insertAudit } from "../users/index.js";
 import { emitEvent } from "../webhooks/index.js";
 import { decisionEvent } from "./case-events.js";
 import { findCaseAnyTenant, listCasesForOperator, updateCase } from "./cases.repo.js";
@@ -22,7 +23,13 @@ import {
 export async function overrideDecision(
   ctx: AppContext,
   caseId: string,
-  input: { value: DecisionValue; actor: string; reason?: string },
+  input: {
+    value: DecisionValue;
+    actor: string;
+    reason?: string;
+    /** How many decisions the case had when the analyst looked: another since then is a 409. */
+    basedOn?: number;
+  },
 ): Promise<CaseRecordView> {
   return ctx.db.transaction(async (tx) => {
     const row = await findCaseAnyTenant(tx, caseId, true);
@@ -30,6 +37,13 @@ export async function overrideDecision(
     if (isTerminal(row.status as CaseStatus)) throw new AppError("conflict", `the case is ${row.status}`);
     if (!row.decision)
       throw new AppError("conflict", "the case has no decision yet: the workflow is still running");
+    if (input.basedOn !== undefined && input.basedOn !== row.decision_history.length) {
+      const latest = row.decision;
+      throw new AppError(
+        "conflict",
+        `The decision changed while you were looking: it is now ${latest.value.replaceAll("_", " ")} (by ${latest.actor} at ${latest.decidedAt}). Your override was not recorded; reload the case and decide again.`,
+      );
+    }
     const now = new Date();
     const entry: DecisionEntry = {
       value: input.value,
@@ -39,10 +53,20 @@ export async function overrideDecision(
       ...(input.reason ? { reason: input.reason } : {}),
     };
     const history = [...row.decision_history, entry];
+    const status = input.value === "in_review" ? "in_review" : "decided";
     await updateCase(tx, row.tenant_id, row.id, {
-      status: input.value === "in_review" ? "in_review" : "decided",
+      status,
       decision: JSON.stringify(entry),
       decision_history: JSON.stringify(history),
+    });
+    // Whatever the door (console, operator API, CLI), the audit row commits with the override.
+    await insertAudit(tx, {
+      tenantId: row.tenant_id,
+      actor: entry.actor,
+      action: "case.override",
+      target: `case:${row.id}`,
+      before: { status: row.status, decision: row.decision },
+      after: { status, decision: entry },
     });
     const result = { decision: entry, decisionHistory: history, workflow_result: row.workflow_result };
     await emitEvent(tx, decisionEvent("case.decision_overridden", row, result, now));
@@ -68,6 +92,14 @@ export async function closeCase(
       current_node_id: null,
       closed_at: new Date(),
       closed_by: `analyst:${input.actor}`,
+    });
+    await insertAudit(tx, {
+      tenantId: row.tenant_id,
+      actor: `analyst:${input.actor}`,
+      action: "case.close",
+      target: `case:${row.id}`,
+      before: { status: row.status },
+      after: { status: "closed" },
     });
     const updated = await findCaseAnyTenant(tx, caseId);
     return caseRecord(ctx.cases.parts, tx, updated ?? row);

@@ -78,11 +78,12 @@ export async function insertCases(
     .insertInto("cases")
     .values(cases.map(caseValues))
     .onConflict((oc) => oc.columns(["tenant_id", "idempotency_key"]).doNothing())
-    .returning(["id", sql<Date>`coalesce(event_timestamp, created_at)`.as("case_time")]);
+    .returning(["id", sql<Date>`coalesce(event_timestamp, created_at)`.as("case_time"), "created_at"]);
   // What other features write with the cases (their entities), in this one statement.
   const accepted = cases.map((c) => ({
     id: c.id,
     tenantId: c.tenantId,
+    type: c.type,
     subject: c.subject,
     externalCustomerId: c.externalCustomerId,
     dryRun: c.dryRun,
@@ -314,4 +315,13 @@ export async function findCaseTenant(db: Executor, caseId: string): Promise<stri
   if (!isUuid(caseId)) return undefined;
   const row = await db.selectFrom("cases").select("tenant_id").where("id", "=", caseId).executeTakeFirst();
   return row?.tenant_id;
+}
+
+/** The ids of the tenant's cases whose current decision is this one (a subquery, for others' filters). */
+export function casesDecided(db: Executor, tenantId: string, decision: string) {
+  return db
+    .selectFrom("cases")
+    .select("id")
+    .where("tenant_id", "=", tenantId)
+    .where(sql<string>`decision->>'value'`, "=", decision);
 }

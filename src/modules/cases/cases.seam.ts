@@ -25,6 +25,7 @@ export interface CaseRecordParts {
 export interface AcceptedCase {
   id: string;
   tenantId: string;
+  type: string;
   subject: Record<string, unknown>;
   externalCustomerId: string | null;
   dryRun: boolean;
@@ -32,7 +33,7 @@ export interface AcceptedCase {
 
 /**
  * What a feature writes in the statement that accepts cases: common table expressions
- * (`name AS (…), …`, names starting with the feature's), which may read `kase (id, case_time)`,
+ * (`name AS (…), …`, names starting with the feature's), which may read `kase (id, case_time, created_at)`,
  * the cases the statement inserted (a submission that met its idempotency key is not there).
  * Undefined when it has nothing to write for these cases.
  */

@@ -29,11 +29,45 @@ export interface CasesTable {
   node_outputs: JsonDefault<Record<string, unknown>>;
   closed_at: Timestamp | null;
   closed_by: string | null;
+  // added by cases/0014_casework
+  assignee_id: string | null;
+  assigned_at: Timestamp | null;
+}
+
+/** An internal comment on a case, between the tenant's analysts. */
+export interface CaseCommentsTable {
+  id: string;
+  tenant_id: string;
+  case_id: string;
+  author: string;
+  body: string;
+  created_at: CreatedAt;
+}
+
+/** How many hours a case of a type may wait for review. */
+export interface ReviewSlasTable {
+  tenant_id: string;
+  case_type: string;
+  hours: number;
+  updated_at: UpdatedAt;
+}
+
+/** A saved filter of the "All cases" view (its query string), shared by the tenant's users. */
+export interface CaseFiltersTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  query: string;
+  created_by: string;
+  created_at: CreatedAt;
 }
 
 /** Row types of the cases module's tables. */
 export interface CasesTables {
   cases: CasesTable;
+  case_comments: CaseCommentsTable;
+  review_slas: ReviewSlasTable;
+  case_filters: CaseFiltersTable;
 }
 
 declare module "../../platform/db/schema.js" {

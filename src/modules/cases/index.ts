@@ -5,7 +5,8 @@ import { casesRoutes } from "./cases.routes.js";
 
 export const casesModule: FeatureModule = {
   name: "cases",
-  tables: ["cases"],
+  migrations: "cases",
+  tables: ["cases", "case_comments", "review_slas", "case_filters"],
   routes(app, ctx) {
     casesRoutes(app, ctx);
     casesAdminRoutes(app, ctx);
@@ -21,6 +22,16 @@ export {
   /** The `result` of a case event: the decision, its history and the workflow's result. */
   type ResultEnvelope,
 } from "./case-events.js";
+export {
+  /** The filters of the "All cases" view. */
+  type CaseFilters,
+  /** A position in the "All cases" view (newest first). */
+  type CaseKeyset,
+  /** A case as the "All cases" view lists it. */
+  type CaseListRow,
+  /** One page of the tenant's cases, every status, filtered, newest first, after a keyset position. */
+  listCases,
+} from "./case-search.repo.js";
 export {
   /** Closes a case for good */
   closeCase,
@@ -38,6 +49,8 @@ export {
   caseExists,
   /** The update of a batch of cases' states, as one part of a larger statement */
   caseStatesUpdate,
+  /** The ids of the tenant's cases whose current decision is this one (a subquery). */
+  casesDecided,
   /** Claims up to `limit` cases waiting to start, oldest first, for the rest of the transaction */
   claimReceivedCases,
   /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */
@@ -73,6 +86,28 @@ export {
   /** The tenant's cases of some ids as `GET /cases` lists them, in the order of the ids. */
   getCaseSummaries,
 } from "./cases.service.js";
+export {
+  /** Adds an internal comment to a case, with its audit row. */
+  addComment,
+  /** Gives cases an owner or none (analysts take and release their own; admins assign any). */
+  assignCases,
+  /** An internal comment as the console shows it. */
+  type CommentView,
+  /** The tenant's saved filters of the "All cases" view. */
+  getCaseFilters,
+  /** A case's internal comments, oldest first (never in the partner's case record). */
+  getComments,
+  /** The tenant's review deadlines, in hours by case type. */
+  getReviewSlas,
+  /** Deletes a saved filter (its author or an admin). */
+  removeCaseFilter,
+  /** Saves a filter of the "All cases" view under a name. */
+  saveCaseFilter,
+  /** Sets the tenant's review deadlines by case type. */
+  setReviewSlas,
+  /** Who acts on cases: the actor's label, the user, and whether they may act for others. */
+  type Worker,
+} from "./casework.service.js";
 export {
   /** How many cases each tab of the review queue holds, counted up to a cap. */
   countQueue,

@@ -1,8 +1,9 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, badRequest } from "../../platform/errors.js";
 import { DECISION_VALUES, type DecisionValue } from "../case-model/index.js";
-import { closeCase, getCase, overrideDecision } from "../cases/index.js";
+import { addComment, assignCases, closeCase, findCase, getCase, overrideDecision } from "../cases/index.js";
 import {
   answerRequest,
   cancelRequest,
@@ -13,12 +14,14 @@ import {
   remindRequest,
 } from "../rfi/index.js";
 import { applyTag, removeTag } from "../tags/index.js";
+import { workerOf } from "./all-cases.routes.js";
 import { audit } from "./audit.js";
-import { caseScreen } from "./case.service.js";
-import { pageOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
+import { actorNames, caseScreen } from "./case.service.js";
+import { pageOf, problemOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
 import { checkAgainst } from "./validate.js";
 import { CASE_NOTICES, CasePageView } from "./views/case.js";
+import type { FormProblem } from "./views/layout.js";
 
 type CaseParams = { Params: { caseId: string } };
 type RfiParams = { Params: { caseId: string; rfiId: string } };
@@ -30,20 +33,46 @@ const review = { console: { permission: "cases:review" as const } };
 function deadline(value: string): string | undefined {
   if (!value) return undefined;
   if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?$/.test(value))
-    throw badRequest("the deadline is not a date and time");
+    throw badRequest("the deadline is not a date and time", [
+      { path: "expiresAt", message: "is not a date and time" },
+    ]);
   return `${value.length === 16 ? `${value}:00` : value}Z`;
 }
 
 /** The case page, its actions (each a form post), its documents and its upload slots. */
 export function caseRoutes(scope: App, ctx: AppContext): void {
+  /** The case page; after a refused form, with its problems beside the fields (status 400). */
+  const casePage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    caseId: string,
+    notice?: string,
+    problem?: FormProblem,
+    status = problem ? 400 : 200,
+  ) => {
+    const screen = await caseScreen(ctx, sessionOf(request).tenantId, caseId);
+    const page = { ...pageOf(request, reply), path: `/console/cases/${caseId}`, problem };
+    return sendPage(reply, <CasePageView page={page} screen={screen} notice={notice} />, status);
+  };
+
+  /** Analysts act on their own cases and those nobody owns; admins on any (409 otherwise). */
+  const requireMine = async (session: ReturnType<typeof sessionOf>, caseId: string) => {
+    const row = await findCase(ctx.db.root, session.tenantId, caseId);
+    if (!row) throw new AppError("not_found", "case not found");
+    if (row.assignee_id !== null && row.assignee_id !== session.userId && session.role !== "admin")
+      throw new AppError("conflict", "Another analyst owns this case: only they, or an admin, decide on it.");
+  };
+
   scope.get<CaseParams & { Querystring: { done?: string } }>(
     "/cases/:caseId",
     { config: read },
-    async (request, reply) => {
-      const screen = await caseScreen(ctx, sessionOf(request).tenantId, request.params.caseId);
-      const notice = request.query.done ? CASE_NOTICES[request.query.done] : undefined;
-      return sendPage(reply, <CasePageView page={pageOf(request, reply)} screen={screen} notice={notice} />);
-    },
+    async (request, reply) =>
+      casePage(
+        request,
+        reply,
+        request.params.caseId,
+        request.query.done ? CASE_NOTICES[request.query.done] : undefined,
+      ),
   );
 
   scope.get<{ Params: { caseId: string; uploadId: string } }>(
@@ -76,46 +105,84 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const form = formOf(request);
     const value = form.text("value");
     const reason = form.text("reason");
-    if (!(DECISION_VALUES as readonly string[]).includes(value)) throw badRequest("choose a decision");
-    if (reason.length === 0 || reason.length > 2000)
-      throw badRequest("a reason of 1 to 2000 characters is required");
-    const before = await getCase(ctx, session.tenantId, caseId);
-    const after = await overrideDecision(ctx, caseId, {
-      value: value as DecisionValue,
-      actor: session.userId,
-      reason,
-    });
-    await audit(ctx, session, "case.override", `case:${caseId}`, {
-      before: { status: before.status, decision: before.result.decision },
-      after: { status: after.status, decision: after.result.decision },
-    });
+    const problems = [
+      ...((DECISION_VALUES as readonly string[]).includes(value)
+        ? []
+        : [{ path: "value", message: "Choose the new decision." }]),
+      ...(reason.length === 0 || reason.length > 2000
+        ? [{ path: "reason", message: "A reason of 1 to 2000 characters is required." }]
+        : []),
+    ];
+    if (problems.length > 0) {
+      const problem = problemOf(badRequest("the override is not complete", problems), "decision", {
+        value,
+        reason,
+      });
+      return casePage(request, reply, caseId, undefined, problem);
+    }
+    await getCase(ctx, session.tenantId, caseId);
+    await requireMine(session, caseId);
+    const basedOn = /^\d{1,6}$/.test(form.text("basedOn")) ? Number(form.text("basedOn")) : undefined;
+    try {
+      await overrideDecision(ctx, caseId, {
+        value: value as DecisionValue,
+        actor: session.userId,
+        reason,
+        basedOn,
+      });
+    } catch (error) {
+      if (!(error instanceof AppError) || error.status !== 409 || basedOn === undefined) throw error;
+      // Someone decided first: the page shows their decision, and this one is not recorded.
+      const [now, names] = await Promise.all([
+        getCase(ctx, session.tenantId, caseId),
+        actorNames(ctx, session.tenantId),
+      ]);
+      const latest = (now.result as { decision: { value: string; actor: string } | null }).decision;
+      const message = latest
+        ? `${names.get(latest.actor) ?? latest.actor} decided first: the decision is now ${latest.value.replaceAll("_", " ")}. Your override was not recorded; read the case again and decide.`
+        : error.message;
+      const problem = { form: "decision", message, fields: {}, values: { value, reason } };
+      return casePage(request, reply, caseId, undefined, problem, 409);
+    }
     return seeOther(reply, done(caseId, "decision", "decision"));
   });
 
   scope.post<CaseParams>("/cases/:caseId/close", { config: review }, async (request, reply) => {
     const session = sessionOf(request);
     const { caseId } = request.params;
-    const before = await getCase(ctx, session.tenantId, caseId);
-    const after = await closeCase(ctx, caseId, { actor: session.userId });
-    await audit(ctx, session, "case.close", `case:${caseId}`, {
-      before: { status: before.status },
-      after: { status: after.status },
-    });
+    await getCase(ctx, session.tenantId, caseId);
+    await requireMine(session, caseId);
+    await closeCase(ctx, caseId, { actor: session.userId });
     return seeOther(reply, done(caseId, "closed", "review"));
+  });
+
+  scope.post<CaseParams>("/cases/:caseId/assign", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId } = request.params;
+    const assignee = formOf(request).text("assignee");
+    await getCase(ctx, session.tenantId, caseId);
+    await assignCases(ctx, workerOf(session), [caseId], assignee || null);
+    return seeOther(reply, done(caseId, "assigned", "owner"));
+  });
+
+  scope.post<CaseParams>("/cases/:caseId/comments", { config: review }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { caseId } = request.params;
+    const body = formOf(request).text("body");
+    await getCase(ctx, session.tenantId, caseId);
+    try {
+      await addComment(ctx, workerOf(session), caseId, body);
+    } catch (error) {
+      return casePage(request, reply, caseId, undefined, problemOf(error, "comment", { body }));
+    }
+    return seeOther(reply, done(caseId, "commented", "comments"));
   });
 
   scope.post<CaseParams>("/cases/:caseId/tags", { config: review }, async (request, reply) => {
     const session = sessionOf(request);
     const { caseId } = request.params;
     const tag = formOf(request).text("tag");
-    const result = await applyTag(
-      ctx,
-      session.tenantId,
-      { kind: "analyst", userId: session.userId },
-      caseId,
-      tag,
-    );
-    if (result.created) await audit(ctx, session, "case.tag_add", `case:${caseId}`, { after: { tag } });
+    await applyTag(ctx, session.tenantId, { kind: "analyst", userId: session.userId }, caseId, tag);
     return seeOther(reply, done(caseId, "tagged", "tags"));
   });
 
@@ -123,8 +190,7 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const session = sessionOf(request);
     const { caseId } = request.params;
     const tag = formOf(request).text("tag");
-    await removeTag(ctx, session.tenantId, caseId, tag);
-    await audit(ctx, session, "case.tag_remove", `case:${caseId}`, { before: { tag } });
+    await removeTag(ctx, session.tenantId, caseId, tag, { kind: "analyst", userId: session.userId });
     return seeOther(reply, done(caseId, "untagged", "tags"));
   });
 
@@ -137,23 +203,30 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
       .split(",")
       .map((s) => s.trim())
       .filter(Boolean);
-    const expiresAt = deadline(form.text("expiresAt"));
-    const input = checkAgainst(
-      RaiseBody,
-      {
-        to: form.text("to"),
-        ...(cc.length > 0 ? { cc } : {}),
-        subject: form.text("subject"),
-        body: form.text("body"),
-        ...(expiresAt ? { expiresAt } : {}),
-      },
-      "request",
-    );
     const analyst = { kind: "analyst" as const, userId: session.userId };
-    const raised = await raiseRequest(ctx, session.tenantId, analyst, caseId, input);
-    await audit(ctx, session, "rfi.raise", `case:${caseId}`, {
-      after: { rfiId: raised.rfiId, to: raised.to, subject: raised.subject, expiresAt: raised.expiresAt },
-    });
+    try {
+      const expiresAt = deadline(form.text("expiresAt"));
+      const input = checkAgainst(
+        RaiseBody,
+        {
+          to: form.text("to"),
+          ...(cc.length > 0 ? { cc } : {}),
+          subject: form.text("subject"),
+          body: form.text("body"),
+          ...(expiresAt ? { expiresAt } : {}),
+        },
+        "request",
+      );
+      await raiseRequest(ctx, session.tenantId, analyst, caseId, input);
+    } catch (error) {
+      const values = Object.fromEntries(
+        ["to", "cc", "subject", "body", "expiresAt"].map((f) => [f, form.text(f)]),
+      );
+      const problem = problemOf(error, "rfi", values, (path) =>
+        path.replace(/^request\./, "").replace(/[.[].*$/, ""),
+      );
+      return casePage(request, reply, caseId, undefined, problem);
+    }
     return seeOther(reply, done(caseId, "raised", "rfi"));
   });
 

@@ -1,7 +1,14 @@
 import type { VNode } from "preact";
 import type { AppContext } from "../../platform/context.js";
 import { getApiKeys } from "../auth/index.js";
-import { type CaseRecordView, getCase } from "../cases/index.js";
+import {
+  type CaseRecordView,
+  type CommentView,
+  findCase,
+  getCase,
+  getComments,
+  getReviewSlas,
+} from "../cases/index.js";
 import { caseTrace, listPausedNodes, type PausedNode } from "../engine/index.js";
 import { getTagOptions } from "../tags/index.js";
 import { getUsers } from "../users/index.js";
@@ -33,6 +40,17 @@ export interface CaseScreen {
   names: Map<string, string>;
   /** What other features show of the case (its entities and related cases), in their order. */
   featurePanels: VNode[];
+  /** The analysts' work on it: its owner, its review deadline, its internal comments. */
+  work: CaseWork;
+}
+
+export interface CaseWork {
+  assigneeId: string | null;
+  dueAt: string | null;
+  overdue: boolean;
+  comments: CommentView[];
+  /** The tenant's users (an admin assigns to them). */
+  users: Array<{ userId: string; name: string }>;
 }
 
 /** Who the tenant's actors are, by their labels: users by name, keys by their name. */
@@ -67,14 +85,24 @@ async function traceOf(ctx: AppContext, record: CaseRecordView, tenantId: string
 /** Everything the case page shows, read through the services the APIs use; 404 for another tenant's case. */
 export async function caseScreen(ctx: AppContext, tenantId: string, caseId: string): Promise<CaseScreen> {
   const record = await getCase(ctx, tenantId, caseId);
-  const [trace, paused, deliveries, options, names, featurePanels] = await Promise.all([
-    traceOf(ctx, record, tenantId),
-    listPausedNodes(ctx, tenantId, caseId),
-    getDeliveries(ctx, tenantId, { caseId, limit: 25 }),
-    getTagOptions(ctx, tenantId),
-    actorNames(ctx, tenantId),
-    Promise.all(ctx.console.sections.map((s) => s.casePanels?.(ctx, tenantId, record.caseId) ?? null)),
-  ]);
+  const [trace, paused, deliveries, options, names, featurePanels, row, comments, slas, users] =
+    await Promise.all([
+      traceOf(ctx, record, tenantId),
+      listPausedNodes(ctx, tenantId, caseId),
+      getDeliveries(ctx, tenantId, { caseId, limit: 25 }),
+      getTagOptions(ctx, tenantId),
+      actorNames(ctx, tenantId),
+      Promise.all(ctx.console.sections.map((s) => s.casePanels?.(ctx, tenantId, record.caseId) ?? null)),
+      findCase(ctx.db.root, tenantId, record.caseId),
+      getComments(ctx, tenantId, record.caseId),
+      getReviewSlas(ctx, tenantId),
+      getUsers(ctx, tenantId),
+    ]);
+  const hours = slas.get(record.type);
+  const due =
+    hours !== undefined && (record.status === "in_review" || record.status === "waiting")
+      ? new Date(new Date(record.createdAt).getTime() + hours * 3_600_000)
+      : null;
   const carried = new Set(record.tags.map((t) => t.tag));
   return {
     record,
@@ -84,5 +112,12 @@ export async function caseScreen(ctx: AppContext, tenantId: string, caseId: stri
     addableTags: options.filter((o) => o.enabled && !carried.has(o.tag)).map((o) => o.tag),
     names,
     featurePanels: featurePanels.filter((p): p is VNode => p !== null),
+    work: {
+      assigneeId: row?.assignee_id ?? null,
+      dueAt: due?.toISOString() ?? null,
+      overdue: due !== null && due.getTime() < Date.now(),
+      comments,
+      users: users.map((u) => ({ userId: u.userId, name: u.name })),
+    },
   };
 }

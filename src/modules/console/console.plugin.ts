@@ -5,10 +5,10 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import type { VNode } from "preact";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
-import { AppError } from "../../platform/errors.js";
+import { AppError, codeForStatus } from "../../platform/errors.js";
 import { type ConsoleSession, can, type Permission, SESSION_HOURS, sessionFor } from "../users/index.js";
 import type { ConsoleLink } from "./console.seam.js";
-import { ErrorPage, type PageContext, renderPage } from "./views/layout.js";
+import { ErrorPage, type FormProblem, type PageContext, renderPage } from "./views/layout.js";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -51,6 +51,25 @@ export function pageOf(request: FastifyRequest, reply: FastifyReply): PageContex
   };
 }
 
+/**
+ * A form post refused for its input (400, 422): the problems by field, for the page to show beside
+ * each field with what was typed. Anything else is thrown on to the error page.
+ */
+export function problemOf(
+  error: unknown,
+  form: string,
+  values: Record<string, string>,
+  fieldOf: (path: string) => string | undefined = (path) => path,
+): FormProblem {
+  if (!(error instanceof AppError) || (error.status !== 400 && error.status !== 422)) throw error;
+  const fields: Record<string, string> = {};
+  for (const d of error.details ?? []) {
+    const field = fieldOf(d.path);
+    if (field && !fields[field]) fields[field] = d.message;
+  }
+  return { form, message: error.message, fields, values };
+}
+
 export function sendPage(reply: FastifyReply, node: VNode, status = 200): FastifyReply {
   return reply.status(status).type("text/html; charset=utf-8").send(renderPage(node));
 }
@@ -78,7 +97,7 @@ export function sessionCookieOptions(ctx: AppContext) {
 }
 
 function securityHeaders(ctx: AppContext, reply: FastifyReply): void {
-  const uploads = new URL(ctx.config.publicUrl).origin;
+  const uploads = ctx.blobs.uploadOrigin;
   reply.headers({
     "content-security-policy": [
       "default-src 'self'",
@@ -178,7 +197,9 @@ export async function consoleScope(app: App, ctx: AppContext, routes: (scope: Ap
         if (status >= 500) request.log.error({ err: error }, "console request failed");
         if (error instanceof AppError && error.headers) reply.headers(error.headers);
         if (request.routeOptions.config?.console?.json) {
-          return reply.status(status).send({ error: message });
+          // The app's error schema (every JSON error carries its code) serialises this answer too.
+          const code = error instanceof AppError ? error.code : codeForStatus(status);
+          return reply.status(status).send({ error: message, code });
         }
         return sendPage(
           reply,

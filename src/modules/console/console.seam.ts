@@ -1,6 +1,8 @@
+import type { SelectQueryBuilder } from "kysely";
 import type { VNode } from "preact";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
+import type { Database } from "../../platform/db/index.js";
 import type { Permission } from "../users/index.js";
 
 // The console's part of the feature seam: a feature brings its own console pages (an entity's
@@ -27,7 +29,15 @@ export interface ConsoleSection {
    * the tenant's: the page checked it). Null when it has nothing to show.
    */
   casePanels?(ctx: AppContext, tenantId: string, caseId: string): Promise<VNode | null>;
+  /**
+   * What the "All cases" search finds among what the feature keeps of cases (an identifier of
+   * an entity): the ids of the tenant's cases matching the text, as a subquery.
+   */
+  searchCases?(ctx: AppContext, tenantId: string, text: string): CaseIdQuery;
 }
+
+/** A subquery of case ids, written by the module that owns what it reads. */
+export type CaseIdQuery = SelectQueryBuilder<Database, keyof Database, { case_id: string }>;
 
 /** The console's part of a process's context: every feature's section, and their links in order. */
 export interface ConsoleSeam {

@@ -6,20 +6,37 @@ type FormBody = Record<string, string | string[] | undefined>;
 // A form body is percent-decoded UTF-8, which has no lone surrogates; NUL is what remains that
 // PostgreSQL cannot store.
 const UNSTORABLE = "\u0000";
+const FORM_TYPE = "application/x-www-form-urlencoded";
 
 /**
- * A posted form's values: `text` trimmed, `raw` as sent (passwords), `list` for repeated names.
- * A NUL character, which PostgreSQL cannot store, is refused with 400 before anything runs.
+ * The body of a form post, or 400: the console's routes read forms, and anything else a client
+ * sends them (a JSON document, numbers, nested objects) is refused before a route reads it.
  */
-export function formOf(request: FastifyRequest) {
-  const body: FormBody =
-    typeof request.body === "object" && request.body !== null ? (request.body as FormBody) : {};
+function formBody(request: FastifyRequest): FormBody {
+  const body = request.body;
+  if (body === undefined || body === null) return {};
+  const type = request.headers["content-type"]?.split(";")[0]?.trim().toLowerCase();
+  if (type !== FORM_TYPE || typeof body !== "object" || Array.isArray(body)) {
+    throw badRequest(`send the form as ${FORM_TYPE}`);
+  }
   for (const [name, value] of Object.entries(body)) {
-    for (const one of Array.isArray(value) ? value : [value ?? ""]) {
+    const values: unknown[] = Array.isArray(value) ? value : [value];
+    for (const one of values) {
+      if (typeof one !== "string") throw badRequest(`the field ${name} is not a form value`);
       if (one.includes(UNSTORABLE))
         throw badRequest(`the field ${name} holds a character that cannot be stored`);
     }
   }
+  return body as FormBody;
+}
+
+/**
+ * A posted form's values: `text` trimmed, `raw` as sent (passwords), `list` for repeated names.
+ * What is not a form, and a NUL character (which PostgreSQL cannot store), are refused with 400
+ * before anything runs.
+ */
+export function formOf(request: FastifyRequest) {
+  const body = formBody(request);
   const first = (name: string): string => {
     const value = body[name];
     return (Array.isArray(value) ? value[0] : value) ?? "";

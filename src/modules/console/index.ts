@@ -1,23 +1,34 @@
 import type { FeatureModule } from "../../platform/app-types.js";
+import { allCasesRoutes } from "./all-cases.routes.js";
+import { FAVICON } from "./assets.js";
 import { auditRoutes } from "./audit.routes.js";
 import { authRoutes } from "./auth.routes.js";
 import { caseRoutes } from "./case.routes.js";
 import { consoleScope } from "./console.plugin.js";
 import { queueRoutes } from "./queue.routes.js";
+import { reviewSettingsRoutes } from "./review-settings.routes.js";
 import { settingsRoutes } from "./settings.routes.js";
 
 /** The console at /console: the screens of a tenant's analysts and admins (contract section 6). */
 export const consoleModule: FeatureModule = {
   name: "console",
-  routes: (app, ctx) =>
-    consoleScope(app, ctx, (scope) => {
+  routes: (app, ctx) => {
+    // The service's front door leads to the console; without the console, to the API's docs (app.ts).
+    app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect("/console", 302));
+    app.get("/favicon.ico", { schema: { hide: true } }, (_request, reply) =>
+      reply.type("image/svg+xml").header("cache-control", "public, max-age=86400").send(FAVICON),
+    );
+    return consoleScope(app, ctx, (scope) => {
       authRoutes(scope, ctx);
       queueRoutes(scope, ctx);
+      allCasesRoutes(scope, ctx);
       caseRoutes(scope, ctx);
       auditRoutes(scope, ctx);
       settingsRoutes(scope, ctx);
+      reviewSettingsRoutes(scope, ctx);
       for (const section of ctx.console.sections) section.routes?.(scope, ctx);
-    }),
+    });
+  },
 };
 
 export {
@@ -40,6 +51,16 @@ export {
   consoleSeamOf,
 } from "./console.seam.js";
 export {
+  /** A posted form's values (`text` trimmed, `raw` as sent, `list` for repeated names). */
+  formOf,
+} from "./form.js";
+export {
+  /** A form post of a settings page: acts for the signed-in user, then sends the browser back. */
+  settingsAction,
+} from "./settings.routes.js";
+export {
+  /** The last column of a table, whose cells hold a row's buttons. */
+  ACTIONS,
   /** A table of rows, or a line saying there are none. */
   DataTable,
   /** A titled section of a page. */
@@ -57,5 +78,13 @@ export {
   /** What every page knows: who is signed in, the form token, where it is, the links. */
   type PageContext,
 } from "./views/layout.js";
-/** A settings page's frame: the Settings heading, its tabs (the features' too), a notice. */
-export { SettingsLayout } from "./views/settings/layout.js";
+export {
+  /** The red Delete button of a row, which asks for confirmation first. */
+  DeleteButton,
+  /** A panel holding one form that posts to its action, with the CSRF token. */
+  FormPanel,
+  /** A one-button form that posts to its action (with the CSRF token and hidden fields). */
+  PostButton,
+  /** A settings page's frame: the Settings heading, its tabs (the features' too), a notice. */
+  SettingsLayout,
+} from "./views/settings/layout.js";

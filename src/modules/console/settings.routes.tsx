@@ -1,4 +1,4 @@
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { VNode } from "preact";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
@@ -24,10 +24,10 @@ import {
   sendTestEvent,
 } from "../webhooks/index.js";
 import { audit } from "./audit.js";
-import { pageOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
+import { pageOf, problemOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
 import { listProviders } from "./providers.js";
-import type { PageContext } from "./views/layout.js";
+import type { FormProblem, PageContext } from "./views/layout.js";
 import { ApiKeysView } from "./views/settings/api-keys.js";
 import { SETTINGS_NOTICES } from "./views/settings/layout.js";
 import { ProvidersView } from "./views/settings/providers.js";
@@ -60,7 +60,7 @@ function settingsPage(
 }
 
 /** A form post of a settings page: acts for the signed-in user, then sends the browser to `back`. */
-function settingsAction<P extends Record<string, string>>(
+export function settingsAction<P extends Record<string, string>>(
   scope: App,
   path: string,
   config: Config,
@@ -81,9 +81,10 @@ function utcInput(value: string, what: string): string | undefined {
   return `${value.length === 16 ? `${value}:00` : value}Z`;
 }
 
-function positiveInt(value: string, what: string): number | undefined {
+function positiveInt(value: string, field: string): number | undefined {
   if (value === "") return undefined;
-  if (!/^\d{1,9}$/.test(value)) throw badRequest(`${what} must be a whole number`);
+  if (!/^\d{1,9}$/.test(value))
+    throw badRequest(`${field} must be a whole number`, [{ path: field, message: "must be a whole number" }]);
   return Number(value);
 }
 
@@ -146,52 +147,77 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
     },
   );
 
-  scope.get<{ Querystring: { done?: string; status?: string; cursor?: string } }>(
-    "/settings/webhooks",
-    { config: hooks },
-    async (request, reply) => {
-      const { tenantId } = sessionOf(request);
-      const status = request.query.status || undefined;
-      const [configs, log] = await Promise.all([
-        getWebhookConfigs(ctx, tenantId),
-        getDeliveries(ctx, tenantId, { status, cursor: request.query.cursor || undefined, limit: 25 }),
-      ]);
-      return sendPage(
-        reply,
-        <WebhooksView
-          page={pageOf(request, reply)}
-          configs={configs}
-          log={{ ...log, status: status ?? "" }}
-          notice={noticeOf(request.query.done)}
-        />,
-      );
-    },
+  type WebhooksQuery = { done?: string; status?: string; cursor?: string; edit?: string };
+  /** Settings › Webhooks, with the endpoint being edited, or a refused form's problems (400). */
+  const webhooksPage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    query: WebhooksQuery,
+    problem?: FormProblem,
+  ) => {
+    const { tenantId } = sessionOf(request);
+    const status = query.status || undefined;
+    const [configs, log] = await Promise.all([
+      getWebhookConfigs(ctx, tenantId),
+      getDeliveries(ctx, tenantId, { status, cursor: query.cursor || undefined, limit: 25 }),
+    ]);
+    const page = { ...pageOf(request, reply), path: "/console/settings/webhooks", problem };
+    return sendPage(
+      reply,
+      <WebhooksView
+        page={page}
+        configs={configs}
+        editing={configs.find((c) => c.webhookKey === query.edit)}
+        log={{ ...log, status: status ?? "" }}
+        notice={noticeOf(query.done)}
+      />,
+      problem ? 400 : 200,
+    );
+  };
+
+  scope.get<{ Querystring: WebhooksQuery }>("/settings/webhooks", { config: hooks }, (request, reply) =>
+    webhooksPage(request, reply, request.query),
   );
 
   const configOf = async (tenantId: string, webhookKey: string) =>
     (await getWebhookConfigs(ctx, tenantId)).find((c) => c.webhookKey === webhookKey);
 
-  settingsAction(
-    scope,
-    "/settings/webhooks",
-    hooks,
-    "/console/settings/webhooks?done=webhook-saved",
-    async (session, request) => {
-      const form = formOf(request);
-      const webhookKey = form.text("webhookKey");
-      const secretId = form.text("secretId");
-      const secret = form.raw("secret");
+  scope.post("/settings/webhooks", { config: hooks }, async (request, reply) => {
+    const session = sessionOf(request);
+    const form = formOf(request);
+    const webhookKey = form.text("webhookKey");
+    const secretId = form.text("secretId");
+    const secret = form.raw("secret");
+    // Neither a secret nor its id: the endpoint keeps the secrets it has (a new URL alone).
+    const secrets = secret
+      ? [secretId ? { id: secretId, secret } : { secret }]
+      : secretId
+        ? [{ id: secretId }]
+        : undefined;
+    try {
       const before = await configOf(session.tenantId, webhookKey);
       const after = await putWebhookConfig(ctx, session.tenantId, webhookKey, {
         url: form.text("url"),
-        secrets: [secret ? { id: secretId, secret } : { id: secretId }],
-        activeSecretId: secretId,
-        maxAttempts: positiveInt(form.text("maxAttempts"), "attempts"),
-        timeoutMs: positiveInt(form.text("timeoutMs"), "the timeout"),
+        ...(secrets ? { secrets, activeSecretId: secretId || null } : {}),
+        maxAttempts: positiveInt(form.text("maxAttempts"), "maxAttempts"),
+        timeoutMs: positiveInt(form.text("timeoutMs"), "timeoutMs"),
       });
       await audit(ctx, session, "webhook.set", `webhook:${webhookKey}`, { before, after });
-    },
-  );
+    } catch (error) {
+      const values = Object.fromEntries(
+        ["webhookKey", "url", "secretId", "maxAttempts", "timeoutMs"].map((f) => [f, form.text(f)]),
+      );
+      const problem = problemOf(error, "webhook", values, (path) =>
+        path.endsWith(".id") || path === "activeSecretId"
+          ? "secretId"
+          : path.startsWith("secrets")
+            ? "secret"
+            : path,
+      );
+      return webhooksPage(request, reply, {}, problem);
+    }
+    return seeOther(reply, "/console/settings/webhooks?done=webhook-saved");
+  });
 
   settingsAction<{ webhookKey: string }>(
     scope,

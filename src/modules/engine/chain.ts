@@ -9,27 +9,81 @@ import type { CompiledWorkflow } from "../workflows/index.js";
 import {
   type CompiledNode,
   ExpressionError,
+  type ExpressionVariables,
+  ListLookups,
+  LookupsNeeded,
   NodeEvaluationError,
   type NodeOutcome,
   type NodeType,
+  withListLookups,
 } from "../workflows/index.js";
 import { emptyPlan, failCase, nodeCaseOf, nodeOf, type Planned, stepRecord, variablesOf } from "./plan.js";
 import { CALL_JOB, stepJob, waitTimeoutJob } from "./step-jobs.js";
 
-/** Evaluates a node; an expression that fails, or a value the node cannot use, fails the case. */
+/** How many rounds of list lookups one node evaluation may ask for. */
+const LOOKUP_ROUNDS = 8;
+
+/**
+ * Evaluates a node; an expression that fails, or a value the node cannot use, fails the case.
+ * An expression that reads a list answer it does not have yet ends the attempt: the answers are
+ * looked up (all of one attempt in one query, in the step's transaction) and the node is
+ * evaluated again with fresh variables, so that only the last attempt counts (and is metered).
+ * The list answers the node read are recorded with its step (`lists` in its trace entry).
+ */
 async function evaluate(
   type: NodeType,
   node: CompiledNode,
-  input: Parameters<NodeType["evaluate"]>[1],
+  input: Omit<Parameters<NodeType["evaluate"]>[1], "vars">,
+  vars: () => ExpressionVariables,
 ): Promise<NodeOutcome> {
+  const lookups = new ListLookups();
   try {
-    return await type.evaluate(node, input);
+    for (let round = 0; ; round++) {
+      try {
+        const outcome = await type.evaluate(node, { ...input, vars: withListLookups(vars(), lookups) });
+        return withListAnswers(outcome, lookups);
+      } catch (err) {
+        if (!(err instanceof LookupsNeeded)) throw err;
+        if (round >= LOOKUP_ROUNDS) {
+          throw new NodeEvaluationError(node.id, `read lists more than ${LOOKUP_ROUNDS} times in a row`);
+        }
+        await lookUp(input, lookups, node.id);
+      }
+    }
   } catch (err) {
     if (err instanceof ExpressionError || err instanceof NodeEvaluationError) {
-      return { kind: "fail", message: err.message };
+      return withListAnswers({ kind: "fail", message: err.message }, lookups);
     }
     throw err;
   }
+}
+
+async function lookUp(
+  input: Omit<Parameters<NodeType["evaluate"]>[1], "vars">,
+  lookups: ListLookups,
+  nodeId: string,
+): Promise<void> {
+  const lists = input.ctx.lists;
+  const probes = lookups.takeMissing();
+  if (!lists) throw new NodeEvaluationError(nodeId, "reads lists, which this service does not keep");
+  const found = await lists.contains(input.tx, input.case.tenantId, probes);
+  probes.forEach((probe, i) => {
+    const answer = found[i];
+    if (answer === undefined) {
+      throw new NodeEvaluationError(
+        nodeId,
+        `reads the list "${probe.list}", which this tenant does not have`,
+      );
+    }
+    lookups.learn(probe.list, probe.value, answer);
+  });
+}
+
+/** The outcome with the list answers its node read, as a fact of its trace entry. */
+function withListAnswers(outcome: NodeOutcome, lookups: ListLookups): NodeOutcome {
+  const read = lookups.read();
+  if (read.length === 0) return outcome;
+  return { ...outcome, explain: { ...outcome.explain, lists: read } } as NodeOutcome;
 }
 
 interface ChainStart {
@@ -72,15 +126,12 @@ export async function runChain(
       return plan;
     }
     const startedAt = new Date();
-    const vars = variablesOf(row, start.attributes, outputs);
-    const outcome = await evaluate(type, node, {
-      ctx,
-      tx,
-      vars,
-      case: kase,
-      seq,
-      ...(first && start.called ? { called: start.called.value } : {}),
-    });
+    const outcome = await evaluate(
+      type,
+      node,
+      { ctx, tx, case: kase, seq, ...(first && start.called ? { called: start.called.value } : {}) },
+      () => variablesOf(row, start.attributes, outputs),
+    );
     const step = stepRecord(row, { seq, nodeId, nodeType: node.type, startedAt }, outcome);
     plan.write.inserts.push(step);
     plan.write.state = { ...plan.write.state, stepSeq: seq };

@@ -53,6 +53,9 @@ export function nodeCaseOf(row: CaseRow): NodeCase {
     type: row.type,
     externalCustomerId: row.external_customer_id,
     dryRun: row.dry_run,
+    subject: row.subject,
+    time: row.event_timestamp ?? row.created_at,
+    createdAt: row.created_at,
   };
 }
 

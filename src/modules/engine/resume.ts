@@ -64,7 +64,10 @@ export async function resumeWait(
   if (!type.resume) throw new Error(`node type ${node.type} opened wait ${wait.id} but cannot resume`);
   const outcome = type.resume(node, resolution, openWait(wait));
   if (outcome.kind === "keep_waiting") {
-    await emitEvents(tx, outcome.events ?? []);
+    await emitEvents(
+      tx,
+      (outcome.events ?? []).map((e) => ({ ...e, dryRun: row.dry_run })),
+    );
     return { status: "kept_waiting", wait };
   }
   await resolveWait(tx, row.tenant_id, wait.id, resolution.kind);

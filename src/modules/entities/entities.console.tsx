@@ -10,6 +10,7 @@ import {
   sessionOf,
   Time,
 } from "../console/index.js";
+import { casesWithIdentifier } from "./entities.repo.js";
 import { getCaseEntities, getEntity, getEntityCases, getRelatedCases } from "./entities.service.js";
 
 type Entity = Awaited<ReturnType<typeof getEntity>>;
@@ -162,5 +163,12 @@ async function casePanels(ctx: AppContext, tenantId: string, caseId: string) {
   );
 }
 
-/** The entity pages of the console, and what a case page shows of its entities and related cases. */
-export const entitiesConsole: ConsoleSection = { routes: entityRoutes, casePanels };
+/**
+ * The entity pages of the console, what a case page shows of its entities and related cases, and
+ * the cases the "All cases" search finds by any identifier.
+ */
+export const entitiesConsole: ConsoleSection = {
+  routes: entityRoutes,
+  casePanels,
+  searchCases: (ctx, tenantId, text) => casesWithIdentifier(ctx.db.root, tenantId, text),
+};

@@ -2,7 +2,7 @@ import { type RawBuilder, type Selectable, sql } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
 import type { AcceptedCase } from "../cases/index.js";
 import type { EntitiesTable } from "./entities.tables.js";
-import { entityId, entityKeysOf } from "./keys.js";
+import { ENTITY_TYPES, entityId, entityKeysOf, normalizeValue, transactionAmount } from "./keys.js";
 
 export type EntityRow = Selectable<EntitiesTable>;
 
@@ -12,27 +12,30 @@ export type EntityRow = Selectable<EntitiesTable>;
  * cases are not linked: they are not part of what the tenant knows.
  */
 export function entityWrites(cases: readonly AcceptedCase[]): RawBuilder<unknown> | undefined {
-  const keys = cases.flatMap((c) =>
-    c.dryRun
-      ? []
-      : entityKeysOf(c.subject, c.externalCustomerId).map((k) => ({
-          ...k,
-          caseId: c.id,
-          tenantId: c.tenantId,
-          entityId: entityId(c.tenantId, k.type, k.value),
-        })),
-  );
+  const keys = cases.flatMap((c) => {
+    if (c.dryRun) return [];
+    const { amount, currency } = transactionAmount(c.subject);
+    return entityKeysOf(c.subject, c.externalCustomerId).map((k) => ({
+      ...k,
+      caseId: c.id,
+      tenantId: c.tenantId,
+      entityId: entityId(c.tenantId, k.type, k.value),
+      caseType: c.type,
+      amount,
+      currency,
+    }));
+  });
   if (keys.length === 0) return undefined;
   const values = sql.join(
     keys.map(
       (k) =>
-        sql`(${k.caseId}::uuid, ${k.entityId}::uuid, ${k.tenantId}::uuid, ${k.type}::text, ${k.value}::text, ${k.role}::text)`,
+        sql`(${k.caseId}::uuid, ${k.entityId}::uuid, ${k.tenantId}::uuid, ${k.type}::text, ${k.value}::text, ${k.role}::text, ${k.caseType}::text, ${k.amount}::double precision, ${k.currency}::text)`,
     ),
   );
   // Entities are inserted in key order, so two statements that meet the same new keys wait for
   // each other in one order instead of deadlocking.
   return sql`
-    entity_key (case_id, entity_id, tenant_id, type, value, role) AS (VALUES ${values}),
+    entity_key (case_id, entity_id, tenant_id, type, value, role, case_type, amount, currency) AS (VALUES ${values}),
     entity_new AS (
       INSERT INTO entities (id, tenant_id, type, value)
       SELECT DISTINCT k.entity_id, k.tenant_id, k.type, k.value
@@ -41,8 +44,10 @@ export function entityWrites(cases: readonly AcceptedCase[]): RawBuilder<unknown
       ON CONFLICT (tenant_id, type, value) DO NOTHING
     ),
     entity_link AS (
-      INSERT INTO case_entities (case_id, entity_id, tenant_id, role, case_time)
-      SELECT k.case_id, k.entity_id, k.tenant_id, k.role, kase.case_time
+      INSERT INTO case_entities
+        (case_id, entity_id, tenant_id, entity_type, role, case_time, accepted_at, case_type, amount, currency)
+      SELECT k.case_id, k.entity_id, k.tenant_id, k.type, k.role, kase.case_time, kase.created_at,
+        k.case_type, k.amount, k.currency
       FROM entity_key k JOIN kase ON kase.id = k.case_id
     )`;
 }
@@ -153,4 +158,22 @@ export async function relatedCases(db: Executor, tenantId: string, caseId: strin
   return rows
     .sort((a, b) => b.case_time.getTime() - a.case_time.getTime() || (a.case_id < b.case_id ? 1 : -1))
     .slice(0, limit);
+}
+
+/**
+ * The ids of a tenant's cases linked to an entity of any type holding this value (as each type
+ * normalises it), as a subquery for another module's query of cases. The entities' ids are
+ * derived from their keys, so no entity is read to find them.
+ */
+export function casesWithIdentifier(db: Executor, tenantId: string, value: string) {
+  const ids = [
+    ...new Set(
+      ENTITY_TYPES.flatMap((type) => {
+        const normal = normalizeValue(type, value);
+        return normal === "" ? [] : [entityId(tenantId, type, normal)];
+      }),
+    ),
+  ];
+  const query = db.selectFrom("case_entities").select("case_id").where("tenant_id", "=", tenantId);
+  return ids.length > 0 ? query.where("entity_id", "in", ids) : query.where(sql<boolean>`false`);
 }

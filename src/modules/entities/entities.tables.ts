@@ -1,3 +1,4 @@
+import type { Generated } from "kysely";
 import type { Timestamp } from "../../platform/db/schema.js";
 
 export interface EntitiesTable {
@@ -12,8 +13,13 @@ export interface CaseEntitiesTable {
   case_id: string;
   entity_id: string;
   tenant_id: string;
+  entity_type: string;
   role: string;
   case_time: Timestamp;
+  accepted_at: Generated<Date>;
+  case_type: string;
+  amount: number | null;
+  currency: string | null;
 }
 
 /** Row types of the entities module's tables. */

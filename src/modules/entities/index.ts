@@ -1,4 +1,5 @@
 import type { FeatureModule } from "../../platform/app-types.js";
+import { aggregateNode } from "./aggregate.node.js";
 import { entitiesCli } from "./entities.cli.js";
 import { entitiesConsole } from "./entities.console.js";
 import { entityWrites } from "./entities.repo.js";
@@ -13,6 +14,7 @@ export const entitiesModule: FeatureModule = {
   routes: entitiesRoutes,
   cli: entitiesCli,
   console: entitiesConsole,
+  nodeTypes: [aggregateNode],
 };
 
 export {
@@ -28,6 +30,8 @@ export {
   getRelatedCases,
 } from "./entities.service.js";
 export {
+  /** The types of entities: the customer, and every identifier type but the customer id's. */
+  ENTITY_TYPES,
   /** The entity keys of a case's subject, normalised, each with its role. */
   entityKeysOf,
   /** A value as entities of its type store and match it. */

@@ -109,3 +109,14 @@ export const ENTITY_TYPES = [
 
 /** One of ENTITY_TYPES. */
 export type EntityType = (typeof ENTITY_TYPES)[number];
+
+/** A transaction's amount and currency, as history sums them (none for other cases). */
+export function transactionAmount(subject: Json): { amount: number | null; currency: string | null } {
+  const transaction = asObject(subject.transaction);
+  const amount = transaction?.amount;
+  const currency = transaction?.currency;
+  return {
+    amount: typeof amount === "number" && Number.isFinite(amount) ? amount : null,
+    currency: typeof currency === "string" ? currency.trim().toUpperCase() : null,
+  };
+}

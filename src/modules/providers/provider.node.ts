@@ -61,7 +61,7 @@ export function providerNotification(
   webhookKey: string | undefined,
   payloadType: string,
   output: Record<string, unknown>,
-): NewEvent {
+): Omit<NewEvent, "dryRun"> {
   return {
     tenantId: kase.tenantId,
     caseId: kase.id,
@@ -222,10 +222,13 @@ export const providerNode: NodeType<ProviderNode> = {
     }
     const events = result.notification
       ? [
-          providerNotification(kase, node.id, node.webhookKey, result.notification.payloadType, {
-            ...result.notification.output,
-            pending_handle: waitId,
-          }),
+          {
+            ...providerNotification(kase, node.id, node.webhookKey, result.notification.payloadType, {
+              ...result.notification.output,
+              pending_handle: waitId,
+            }),
+            dryRun: kase.dryRun,
+          },
         ]
       : [];
     return {

@@ -114,6 +114,7 @@ export const informationRequestNode: NodeType<InformationRequestNode> = {
         tenantId: kase.tenantId,
         caseId: kase.id,
         caseType: kase.type,
+        dryRun: kase.dryRun,
         nodeId: node.id,
         ...texts,
         cc: node.cc,

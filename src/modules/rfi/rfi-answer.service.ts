@@ -111,7 +111,8 @@ export async function answerRequest(
 ): Promise<AnswerResult> {
   return ctx.db.transaction(async (tx) => {
     const current = await requireRequest(tx, tenantId, caseId, rfiId, true);
-    checkCaseOpen(await requireCase(tx, tenantId, caseId));
+    const kase = await requireCase(tx, tenantId, caseId);
+    checkCaseOpen(kase);
     if (current.status === "answered") {
       throw new AppError("already_answered", "the information request has already been answered", {
         extra: {
@@ -138,7 +139,7 @@ export async function answerRequest(
       documents.push(toDocumentView({ ...slot, label, position, attached_at: answered.answered_at as Date }));
     }
     const counts = { fieldCount: answer.fields.length, documentCount: slots.length };
-    await emitAnswered(tx, answered, counts);
+    await emitAnswered(tx, answered, counts, kase.dry_run);
     await resumeWait(
       ctx,
       tx,

@@ -155,6 +155,7 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
           description: "The document's bytes, with its stored content type",
           content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
         },
+        503: errorResponse("`unavailable`: document storage cannot be reached", "rfi"),
       },
     },
     async (request, reply) => {

@@ -29,13 +29,19 @@ export function requestedPayload(row: RfiRow, caseType: string): Record<string, 
 }
 
 /** Raises (or, for a reminder, raises again) the request's `case.rfi_requested`. */
-export function emitRequested(tx: Executor, row: RfiRow, caseType: string): Promise<string> {
+/** `kase`: the request's case, whose type the event names and whose dry run it follows. */
+export function emitRequested(
+  tx: Executor,
+  row: RfiRow,
+  kase: { type: string; dryRun: boolean },
+): Promise<string> {
   return emitEvent(tx, {
     tenantId: row.tenant_id,
     caseId: row.case_id,
     type: "case.rfi_requested",
     webhookKey: row.webhook_key,
-    payload: requestedPayload(row, caseType),
+    dryRun: kase.dryRun,
+    payload: requestedPayload(row, kase.type),
   });
 }
 
@@ -44,12 +50,14 @@ export function emitAnswered(
   tx: Executor,
   row: RfiRow,
   counts: { fieldCount: number; documentCount: number },
+  dryRun: boolean,
 ): Promise<string> {
   return emitEvent(tx, {
     tenantId: row.tenant_id,
     caseId: row.case_id,
     type: "case.rfi_answered",
     webhookKey: row.webhook_key,
+    dryRun,
     payload: {
       event_type: "case.rfi_answered",
       tenant_id: row.tenant_id,

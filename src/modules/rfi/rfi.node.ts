@@ -11,6 +11,7 @@ export interface NodeRfiRequest {
   tenantId: string;
   caseId: string;
   caseType: string;
+  dryRun: boolean;
   nodeId: string;
   to: string;
   subject: string;
@@ -89,7 +90,7 @@ export async function raiseRfiFromNode(
       awaitsResponse: request.awaitResponse,
       expiresAt: request.expiresAt,
     },
-    request.caseType,
+    { type: request.caseType, dryRun: request.dryRun },
   );
   return { rfiId: row.id };
 }

@@ -105,6 +105,7 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
           201: UploadSlotSchema,
           409: errorResponse("`not_pending`, `case_terminal` or `dry_run`", "rfi"),
           422: errorResponse("`upload_limit_reached`: 30 slots per request or 100 per case", "rfi"),
+          503: errorResponse("`unavailable`: document storage cannot be reached", "rfi"),
         },
       },
     },

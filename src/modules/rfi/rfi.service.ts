@@ -4,6 +4,7 @@ import type { Executor, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { isCaseStatus, isTerminal } from "../case-model/index.js";
 import { type CaseFacts, findCaseFacts, findCaseTenant } from "../cases/index.js";
+import { insertAudit } from "../users/index.js";
 import { webhookKeyExists } from "../webhooks/index.js";
 import { emitRequested } from "./rfi.events.js";
 import { resumeClosedRequest, scheduleExpiry } from "./rfi.jobs.js";
@@ -111,9 +112,13 @@ function parseDeadline(raw: string | undefined, now: Date): Date | null {
 }
 
 /** Stores a pending request, raises `case.rfi_requested` and schedules the expiry. */
-export async function storeRequest(tx: Tx, request: NewRequest, caseType: string): Promise<RfiRow> {
+export async function storeRequest(
+  tx: Tx,
+  request: NewRequest,
+  kase: { type: string; dryRun: boolean },
+): Promise<RfiRow> {
   const row = await insertRequest(tx, request);
-  await emitRequested(tx, row, caseType);
+  await emitRequested(tx, row, kase);
   await scheduleExpiry(tx, row);
   return row;
 }
@@ -133,7 +138,7 @@ export async function raiseRequest(
     if (input.webhookKey !== undefined && !(await webhookKeyExists(tx, tenantId, input.webhookKey))) {
       throw invalid("webhookKey names no webhook configuration of this tenant");
     }
-    return storeRequest(
+    const stored = await storeRequest(
       tx,
       {
         id: uuid(),
@@ -146,8 +151,22 @@ export async function raiseRequest(
         awaitsResponse: false,
         expiresAt,
       },
-      found.type,
+      { type: found.type, dryRun: found.dry_run },
     );
+    // Whatever the door (the partner's key, the console), the audit row commits with the request.
+    await insertAudit(tx, {
+      tenantId,
+      actor: actorLabel(actor),
+      action: "rfi.raise",
+      target: `case:${caseId}`,
+      after: {
+        rfiId: stored.id,
+        to: input.to,
+        subject: input.subject,
+        expiresAt: expiresAt?.toISOString() ?? null,
+      },
+    });
+    return stored;
   });
   return toRequestView(row, []);
 }
@@ -197,7 +216,7 @@ export async function remindRequest(
     checkCaseOpen(found);
     checkPending(current);
     const reminded = await recordReminder(tx, tenantId, rfiId);
-    await emitRequested(tx, reminded, found.type);
+    await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
     return reminded;
   });
   return toRequestView(row, []);

@@ -137,6 +137,7 @@ export const ANSWER_RESPONSES = {
     "`document_not_uploaded`, `invalid_field_key`, `invalid_field_value`, `fields_too_large` or `too_many_documents`",
     "rfi",
   ),
+  503: errorResponse("`unavailable`: document storage cannot be reached to check the documents", "rfi"),
 };
 
 named({

@@ -92,7 +92,7 @@ export async function mintUploadSlot(
       tenantId,
       caseId,
       rfiId,
-      objectKey: `rfi/${tenantId}/${id}`,
+      objectKey: `rfi/${tenantId}/${caseId}/${id}`,
       filename: input.filename,
       contentType: input.contentType,
       sizeBytes: input.sizeBytes,

@@ -73,18 +73,20 @@ export async function insertCaseTagIfAllowed(
   return result.rows[0];
 }
 
+/** Removes a case's tag; whether it carried it. */
 export async function deleteCaseTag(
   db: Executor,
   tenantId: string,
   caseId: string,
   tag: string,
-): Promise<void> {
-  await db
+): Promise<boolean> {
+  const result = await db
     .deleteFrom("case_tags")
     .where("tenant_id", "=", tenantId)
     .where("case_id", "=", caseId)
     .where("tag", "=", tag)
-    .execute();
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
 }
 
 export function upsertTagOption(

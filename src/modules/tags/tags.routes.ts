@@ -90,7 +90,11 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
           { path: "tag", message: "is required" },
         ]);
       }
-      await removeTag(ctx, key.tenantId, request.params.caseId, tag);
+      await removeTag(ctx, key.tenantId, request.params.caseId, tag, {
+        kind: "apikey",
+        tenantId: key.tenantId,
+        keyId: key.keyId,
+      });
       return reply.status(204).send();
     },
   );

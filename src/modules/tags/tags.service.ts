@@ -3,6 +3,7 @@ import { actorLabel } from "../../platform/context.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
 import { caseExists, lockCase } from "../cases/index.js";
 import { requireTenant } from "../tenants/index.js";
+import { insertAudit } from "../users/index.js";
 import {
   type CaseTagRow,
   deleteCaseTag,
@@ -86,7 +87,16 @@ export async function applyTag(
       actorLabel(actor),
       MAX_TAGS_PER_CASE,
     );
-    if (inserted) return { created: true, tag: toTagView(inserted) };
+    if (inserted) {
+      await insertAudit(tx, {
+        tenantId,
+        actor: actorLabel(actor),
+        action: "case.tag_add",
+        target: `case:${caseId}`,
+        after: { tag },
+      });
+      return { created: true, tag: toTagView(inserted) };
+    }
     const existing = await findCaseTag(tx, tenantId, caseId, tag);
     if (existing) return { created: false, tag: toTagView(existing) };
     if (!(await isTagOptionEnabled(tx, tenantId, tag))) {
@@ -103,15 +113,26 @@ export async function applyTag(
   });
 }
 
+/** Removes a tag from a case; the audit row (by `actor`) commits with the removal. */
 export async function removeTag(
   ctx: AppContext,
   tenantId: string,
   caseId: string,
   tag: string,
+  actor: Actor,
 ): Promise<void> {
   checkTag(tag, "tag");
   await requireCase(ctx, tenantId, caseId);
-  await deleteCaseTag(ctx.db.root, tenantId, caseId, tag);
+  await ctx.db.transaction(async (tx) => {
+    if (!(await deleteCaseTag(tx, tenantId, caseId, tag))) return;
+    await insertAudit(tx, {
+      tenantId,
+      actor: actorLabel(actor),
+      action: "case.tag_remove",
+      target: `case:${caseId}`,
+      before: { tag },
+    });
+  });
 }
 
 export async function setTagOption(

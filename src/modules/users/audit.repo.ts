@@ -41,3 +41,34 @@ export function listAudit(
   if (beforeId !== undefined) query = query.where("id", "<", beforeId);
   return query.orderBy("id", "desc").limit(limit).execute();
 }
+
+/** What the audit log is filtered by. */
+export interface AuditFilters {
+  actor?: string;
+  /** An action (`case.override`) or a family of them (`case.`). */
+  action?: string;
+  target?: string;
+  from?: Date;
+  to?: Date;
+}
+
+/** The tenant's audit log, filtered, newest first, keyset-paged by id. */
+export function searchAudit(
+  db: Executor,
+  tenantId: string,
+  f: AuditFilters,
+  limit: number,
+  beforeId?: number,
+): Promise<AuditRow[]> {
+  let query = db.selectFrom("console_audit").selectAll().where("tenant_id", "=", tenantId);
+  if (f.actor) query = query.where("actor", "=", f.actor);
+  if (f.action)
+    query = f.action.endsWith(".")
+      ? query.where("action", "like", `${f.action.replace(/[\\%_]/g, "\\$&")}%`)
+      : query.where("action", "=", f.action);
+  if (f.target) query = query.where("target", "=", f.target);
+  if (f.from) query = query.where("at", ">=", f.from);
+  if (f.to) query = query.where("at", "<", f.to);
+  if (beforeId !== undefined) query = query.where("id", "<", beforeId);
+  return query.orderBy("id", "desc").limit(limit).execute();
+}

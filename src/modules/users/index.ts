@@ -2,7 +2,14 @@ import type { FeatureModule } from "../../platform/app-types.js";
 import { usersCli } from "./users.cli.js";
 import { usersRoutes } from "./users.routes.js";
 
-export { type AuditEntry, type AuditRow, insertAudit, listAudit } from "./audit.repo.js";
+export {
+  type AuditEntry,
+  type AuditFilters,
+  type AuditRow,
+  insertAudit,
+  listAudit,
+  searchAudit,
+} from "./audit.repo.js";
 export { can, type Permission, permissionsOf, ROLES, type Role } from "./roles.js";
 export {
   type ConsoleSession,

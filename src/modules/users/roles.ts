@@ -9,6 +9,7 @@ export const PERMISSIONS = [
   "tags:manage",
   "webhooks:manage",
   "users:manage",
+  "lists:manage",
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 

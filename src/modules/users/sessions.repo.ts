@@ -1,4 +1,5 @@
-import { deleteRows, type Executor, updateRows } from "../../platform/db/index.js";
+import { sql } from "kysely";
+import { deleteRows, type Executor, type Tx, updateRows } from "../../platform/db/index.js";
 import type { Role } from "./roles.js";
 
 export interface SessionRow {
@@ -63,8 +64,32 @@ export async function deleteUserSessions(db: Executor, tenantId: string, userId:
   await deleteRows(db, "console_sessions", { tenant_id: tenantId, user_id: userId });
 }
 
-export async function recordSigninFailure(db: Executor, email: string, address: string): Promise<void> {
-  await db.insertInto("console_signin_failures").values({ email, address }).execute();
+// Advisory lock classes (the two-key form): one account's sign-ins, one address's sign-ins.
+const ACCOUNT_LOCK = 7101;
+const ADDRESS_LOCK = 7102;
+
+/**
+ * Holds, until the transaction ends, the locks that serialise sign-ins of one account and of one
+ * address on every process: taken in one order (account, then address), so two never wait on
+ * each other in a circle.
+ */
+export async function lockSignins(tx: Tx, email: string, address: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(${ACCOUNT_LOCK}::int, hashtext(${email}))`.execute(tx);
+  await sql`SELECT pg_advisory_xact_lock(${ADDRESS_LOCK}::int, hashtext(${address}))`.execute(tx);
+}
+
+/** Records an attempt as a failure until it succeeds (then `deleteSigninFailure` takes it back). */
+export async function recordSigninFailure(db: Executor, email: string, address: string): Promise<number> {
+  const row = await db
+    .insertInto("console_signin_failures")
+    .values({ email, address })
+    .returning("id")
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export async function deleteSigninFailure(db: Executor, id: number): Promise<void> {
+  await db.deleteFrom("console_signin_failures").where("id", "=", id).execute();
 }
 
 export async function countSigninFailures(

@@ -7,8 +7,10 @@ import {
   clearSigninFailures,
   countSigninFailures,
   deleteSession,
+  deleteSigninFailure,
   findLiveSession,
   insertSession,
+  lockSignins,
   recordSigninFailure,
   touchSession,
 } from "./sessions.repo.js";
@@ -50,8 +52,16 @@ export async function signIn(
   const email = rawEmail.trim().toLowerCase().slice(0, 320);
   const now = new Date();
   const since = new Date(now.getTime() - SIGNIN_LIMITS.windowMinutes * 60_000);
-  const failures = await countSigninFailures(ctx.db.root, email, address, since);
-  if (failures.byEmail >= SIGNIN_LIMITS.perAccount || failures.byAddress >= SIGNIN_LIMITS.perAddress) {
+  // The attempt is counted before its password is checked, under locks every process shares:
+  // of any number of simultaneous attempts, only those within the limit reach the check.
+  const attempt = await ctx.db.transaction(async (tx) => {
+    await lockSignins(tx, email, address);
+    const failures = await countSigninFailures(tx, email, address, since);
+    if (failures.byEmail >= SIGNIN_LIMITS.perAccount || failures.byAddress >= SIGNIN_LIMITS.perAddress)
+      return undefined;
+    return recordSigninFailure(tx, email, address);
+  });
+  if (attempt === undefined) {
     throw new AppError(
       "rate_limited",
       `too many failed sign-ins: try again in ${SIGNIN_LIMITS.windowMinutes} minutes`,
@@ -63,10 +73,9 @@ export async function signIn(
     user?.password_hash && password.length <= 256
       ? await verifyPassword(password, user.password_hash)
       : await verifyDecoy(password.slice(0, 256));
-  if (!user || !ok) {
-    await recordSigninFailure(ctx.db.root, email, address);
-    throw unauthorized();
-  }
+  // A failed attempt stays recorded as it was counted.
+  if (!user || !ok) throw unauthorized();
+  await deleteSigninFailure(ctx.db.root, attempt);
   const token = newSecretToken();
   await insertSession(ctx.db.root, {
     tokenHash: sha256(token),

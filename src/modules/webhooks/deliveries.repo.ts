@@ -1,5 +1,5 @@
 import { type Selectable, sql } from "kysely";
-import { type Executor, findRow } from "../../platform/db/index.js";
+import { type Db, type Executor, findRow } from "../../platform/db/index.js";
 import type {
   DeliveryStatus,
   WebhookAttemptsTable,
@@ -10,16 +10,21 @@ import type {
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type AttemptRow = Selectable<WebhookAttemptsTable>;
 
-/** A delivery about to be attempted, with the configuration it is routed to (if it exists). */
+/** A delivery claimed for an attempt, with the configuration it is routed to (if it exists). */
 export interface AttemptContext {
   id: string;
   tenant_id: string;
   webhook_key: string;
   body: string;
-  /** The number of this attempt. */
-  attempt_count: number;
+  /** The claim's number: its outcome is recorded only if no later claim's was. */
+  turn: number;
+  /** The number of this attempt, counting the interrupted ones before it. */
+  attempt: number;
+  /** Attempts whose outcome was recorded. */
   recorded_attempts: number;
-  /** When the previous attempt started (an interrupted one is logged with this time). */
+  /** Attempts a process that died had started and not recorded. */
+  interrupted: number;
+  /** When the previous recorded attempt started (an interrupted one is logged with this time). */
   prev_attempt_at: Date | null;
   config: {
     url: string;
@@ -31,57 +36,96 @@ export interface AttemptContext {
   } | null;
 }
 
-export interface AttemptKey {
-  tenantId: string;
-  deliveryId: string;
-}
+/** Serializes claims across processes, so that each one sees every claim committed before it. */
+const CLAIM_LOCK = 7_007_2012;
 
 /**
- * Counts each attempt as started before anything is sent, so that an attempt cut short by a
- * crash still counts towards the maximum, and reads what the attempts need, all in one
- * statement for many deliveries. A delivery that is no longer pending (a duplicate run) has no
- * row in the answer.
+ * Claims up to `limit` due pending deliveries, oldest due first, as one claim row that holds their
+ * entries (decision 0007): the attempts are counted before anything is sent, and no delivery row
+ * is written. A delivery with an open entry in a live claim is another worker's; the open entries
+ * of claims whose lease ran out are attempts a process that died had started, and count.
+ * Rows another transaction holds (a redelivery) are skipped.
  */
-export async function startAttempts(db: Executor, keys: AttemptKey[]): Promise<Map<string, AttemptContext>> {
-  const result = await sql<Omit<AttemptContext, "config"> & { url: string | null } & Record<string, unknown>>`
-    WITH d AS (
-      UPDATE webhook_deliveries
-      SET attempt_count = attempt_count + 1, last_attempt_at = now(), next_attempt_at = NULL
-      WHERE (tenant_id, id) IN (
-        SELECT * FROM unnest(${keys.map((k) => k.tenantId)}::uuid[], ${keys.map((k) => k.deliveryId)}::uuid[])
-      ) AND status = 'pending'
-      RETURNING id, tenant_id, webhook_key, body, attempt_count, recorded_attempts
+export async function claimDeliveries(
+  db: Db,
+  claimId: string,
+  limit: number,
+  leaseSeconds: number,
+): Promise<AttemptContext[]> {
+  const result = await db.transaction(async (tx) => {
+    await sql`SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`.execute(tx);
+    return sql<Record<string, unknown>>`
+      WITH open AS (
+        SELECT e.delivery_id, e.turn, c.lease_until > now() AS live
+        FROM webhook_claims c, unnest(c.deliveries, c.turns) AS e (delivery_id, turn)
+      ),
+      picked AS (
+        SELECT d.id, d.tenant_id, d.webhook_key, d.body, d.claims, d.attempt_count, d.last_attempt_at,
+               d.next_attempt_at
+        FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+          AND NOT EXISTS (SELECT 1 FROM open o WHERE o.delivery_id = d.id AND o.live AND o.turn > d.claims)
+        ORDER BY d.next_attempt_at
+        LIMIT ${limit}
+        FOR UPDATE OF d SKIP LOCKED
+      ),
+      claimed AS (
+        SELECT p.*, coalesce(s.n, 0)::int AS interrupted, greatest(p.claims, coalesce(s.turn, 0)) + 1 AS turn
+        FROM picked p
+        LEFT JOIN LATERAL (
+          SELECT count(*) AS n, max(o.turn) AS turn FROM open o
+          WHERE o.delivery_id = p.id AND NOT o.live AND o.turn > p.claims
+        ) s ON true
+      ),
+      claim AS (
+        INSERT INTO webhook_claims (id, lease_until, deliveries, turns)
+        SELECT ${claimId}::uuid, now() + ${leaseSeconds} * interval '1 second', array_agg(id), array_agg(turn)
+        FROM claimed HAVING count(*) > 0
+      )
+      SELECT d.id, d.tenant_id, d.webhook_key, d.body, d.turn, d.attempt_count, d.interrupted,
+             d.last_attempt_at AS prev_attempt_at,
+             c.url, c.secrets, c.secrets_sealed, c.active_secret_id, c.max_attempts, c.timeout_ms
+      FROM claimed d
+      LEFT JOIN webhook_configs c ON c.tenant_id = d.tenant_id AND c.webhook_key = d.webhook_key
+      ORDER BY d.next_attempt_at`.execute(tx);
+  });
+  return result.rows.map((row) => ({
+    id: row.id as string,
+    tenant_id: row.tenant_id as string,
+    webhook_key: row.webhook_key as string,
+    body: row.body as string,
+    turn: row.turn as number,
+    recorded_attempts: row.attempt_count as number,
+    interrupted: row.interrupted as number,
+    attempt: (row.attempt_count as number) + (row.interrupted as number) + 1,
+    prev_attempt_at: row.prev_attempt_at as Date | null,
+    config:
+      row.url === null
+        ? null
+        : {
+            url: row.url as string,
+            secrets: row.secrets as WebhookSecret[],
+            secrets_sealed: row.secrets_sealed as boolean,
+            active_secret_id: row.active_secret_id as string | null,
+            max_attempts: row.max_attempts as number,
+            timeout_ms: row.timeout_ms as number,
+          },
+  }));
+}
+
+/** Pushes the leases of a worker's claims forward; and forgets dead claims with no open entry left. */
+export async function renewClaims(db: Executor, claimIds: string[], leaseSeconds: number): Promise<void> {
+  await sql`
+    WITH renewed AS (
+      UPDATE webhook_claims SET lease_until = now() + ${leaseSeconds} * interval '1 second'
+      WHERE id = ANY(${claimIds}::uuid[])
     )
-    SELECT d.*, c.url, c.secrets, c.secrets_sealed, c.active_secret_id, c.max_attempts, c.timeout_ms,
-      -- Read through the statement's snapshot: the value from before the update above.
-      before.last_attempt_at AS prev_attempt_at
-    FROM d
-    JOIN webhook_deliveries before ON before.id = d.id
-    LEFT JOIN webhook_configs c ON c.tenant_id = d.tenant_id AND c.webhook_key = d.webhook_key`.execute(db);
-  const byId = new Map<string, AttemptContext>();
-  for (const row of result.rows) {
-    byId.set(row.id, {
-      id: row.id,
-      tenant_id: row.tenant_id,
-      webhook_key: row.webhook_key,
-      body: row.body,
-      attempt_count: row.attempt_count,
-      recorded_attempts: row.recorded_attempts,
-      prev_attempt_at: row.prev_attempt_at,
-      config:
-        row.url === null
-          ? null
-          : {
-              url: row.url,
-              secrets: row.secrets as WebhookSecret[],
-              secrets_sealed: row.secrets_sealed as boolean,
-              active_secret_id: row.active_secret_id as string | null,
-              max_attempts: row.max_attempts as number,
-              timeout_ms: row.timeout_ms as number,
-            },
-    });
-  }
-  return byId;
+    DELETE FROM webhook_claims c
+    WHERE c.lease_until < now() AND NOT (c.id = ANY(${claimIds}::uuid[])) AND NOT EXISTS (
+      SELECT 1 FROM unnest(c.deliveries, c.turns) AS e (delivery_id, turn)
+      JOIN webhook_deliveries d ON d.id = e.delivery_id
+      WHERE d.status = 'pending' AND d.claims < e.turn
+    )`.execute(db);
 }
 
 export interface AttemptRecord {
@@ -95,54 +139,80 @@ export interface AttemptRecord {
   responseBody: string | null;
 }
 
-export interface Outcome extends AttemptKey {
-  /** The attempt number the caller started; the delivery row is only updated if still current. */
-  attempt: number;
+export interface Outcome {
+  tenantId: string;
+  deliveryId: string;
+  /** The claim's number; the delivery row is only updated if no later claim's outcome was recorded. */
+  turn: number;
   status: DeliveryStatus;
-  /** Attempts the delivery has really made (an attempt that was never sent is not one). */
+  /** Attempts the delivery has made; a deferral makes none. */
   attemptCount: number;
-  lastStatusCode: number | null;
+  /** The attempt made, or null (a deferral, a delivery given up without sending). */
+  sent: AttemptRecord | null;
   lastError: string | null;
   /** When status is pending: how long until the next attempt. */
   retryInMs: number | null;
-  /** The log rows: this attempt's, and any the delivering process did not live to write. */
-  attempts: AttemptRecord[];
+  /** Rows for webhook_attempts: failed and interrupted attempts (a success is kept on the delivery). */
+  failures: AttemptRecord[];
+  /** The claim whose last open entry this is, deleted with it. */
+  claimDone: string | null;
 }
 
-/** Writes the attempts' log rows and the deliveries' new states, for many deliveries in one statement. */
+/**
+ * Writes the outcomes of many claims in one statement: each delivery's new state (a success with
+ * its attempt's log), the rows of failed and interrupted attempts, and the claims now finished.
+ */
 export async function recordOutcomes(db: Executor, outcomes: Outcome[]): Promise<void> {
   const states = sql.join(
-    outcomes.map(
-      (o) =>
-        sql`(${o.tenantId}::uuid, ${o.deliveryId}::uuid, ${o.attempt}::int, ${o.status}::text, ${o.attemptCount}::int,
-             ${o.lastStatusCode}::int, ${o.lastError}::text, ${o.retryInMs}::int8)`,
-    ),
+    outcomes.map((o) => {
+      const s = o.sent;
+      return sql`(${o.tenantId}::uuid, ${o.deliveryId}::uuid, ${o.turn}::int, ${o.status}::text, ${o.attemptCount}::int,
+             ${o.retryInMs}::int8, ${s !== null || o.status !== "pending"}::bool, ${s?.startedAt ?? null}::timestamptz,
+             ${s?.statusCode ?? null}::int, ${o.lastError}::text, ${s?.target ?? null}::text, ${s?.secretId ?? null}::text,
+             ${s?.latencyMs ?? null}::int, ${s?.responseBody ?? null}::text)`;
+    }),
   );
-  const update = sql`
-    UPDATE webhook_deliveries d
-    SET status = v.status, attempt_count = v.attempt_count, recorded_attempts = v.attempt_count,
-        last_status_code = v.last_status_code, last_error = v.last_error,
-        next_attempt_at = CASE WHEN v.retry_ms IS NULL THEN NULL ELSE now() + v.retry_ms * interval '1 millisecond' END,
-        completed_at = CASE WHEN v.status = 'pending' THEN NULL ELSE now() END
-    FROM (VALUES ${states}) AS v (tenant_id, id, attempt, status, attempt_count, last_status_code, last_error, retry_ms)
-    WHERE d.tenant_id = v.tenant_id AND d.id = v.id AND d.attempt_count = v.attempt`;
-  const rows = outcomes.flatMap((o) =>
-    o.attempts.map(
+  const failures = outcomes.flatMap((o) =>
+    o.failures.map(
       (a) =>
         sql`(${o.deliveryId}::uuid, ${a.attempt}::int, ${o.tenantId}::uuid, ${a.startedAt}::timestamptz, ${a.target}::text,
              ${a.secretId}::text, ${a.statusCode}::int, ${a.latencyMs}::int, ${a.error}::text, ${a.responseBody}::text)`,
     ),
   );
-  if (rows.length === 0) {
-    await update.execute(db);
-    return;
-  }
+  const done = outcomes.flatMap((o) => (o.claimDone === null ? [] : [o.claimDone]));
   await sql`
-    WITH updated AS (${update})
-    INSERT INTO webhook_attempts
+    WITH updated AS (
+      UPDATE webhook_deliveries d
+      SET claims = v.turn, status = v.status, attempt_count = v.attempt_count, recorded_attempts = v.attempt_count,
+          next_attempt_at = CASE WHEN v.status <> 'pending' THEN NULL
+                                 WHEN v.retry_ms IS NULL THEN d.next_attempt_at
+                                 ELSE now() + v.retry_ms * interval '1 millisecond' END,
+          last_attempt_at = coalesce(v.started_at, d.last_attempt_at),
+          last_status_code = CASE WHEN v.attempted THEN v.status_code ELSE d.last_status_code END,
+          last_error = CASE WHEN v.attempted THEN v.error ELSE d.last_error END,
+          last_target = CASE WHEN v.status = 'succeeded' THEN v.target END,
+          last_secret_id = CASE WHEN v.status = 'succeeded' THEN v.secret_id END,
+          last_latency_ms = CASE WHEN v.status = 'succeeded' THEN v.latency_ms END,
+          last_response_body = CASE WHEN v.status = 'succeeded' THEN v.response_body END,
+          completed_at = CASE WHEN v.status = 'pending' THEN NULL ELSE now() END
+      FROM (VALUES ${states}) AS v (tenant_id, id, turn, status, attempt_count, retry_ms, attempted, started_at,
+                                    status_code, error, target, secret_id, latency_ms, response_body)
+      WHERE d.tenant_id = v.tenant_id AND d.id = v.id AND d.claims < v.turn
+      RETURNING d.id
+    ),
+    finished AS (
+      DELETE FROM webhook_claims WHERE id = ANY(${done}::uuid[])
+    )
+    ${
+      failures.length === 0
+        ? sql`SELECT 1`
+        : sql`INSERT INTO webhook_attempts
       (delivery_id, attempt, tenant_id, started_at, target, secret_id, status_code, latency_ms, error, response_body)
-    VALUES ${sql.join(rows)}
-    ON CONFLICT (delivery_id, attempt) DO NOTHING`.execute(db);
+    SELECT a.* FROM (VALUES ${sql.join(failures)})
+      AS a (delivery_id, attempt, tenant_id, started_at, target, secret_id, status_code, latency_ms, error, response_body)
+    WHERE a.delivery_id IN (SELECT id FROM updated)
+    ON CONFLICT (delivery_id, attempt) DO NOTHING`
+    }`.execute(db);
 }
 
 export interface DeliveryFilter {

@@ -57,6 +57,28 @@ function toAttemptView(row: AttemptRow): AttemptView {
   };
 }
 
+/**
+ * The delivery's attempts: the rows of its failed and interrupted ones and, for a delivery that
+ * succeeded, the successful attempt kept on the delivery row itself (decision 0007).
+ */
+function attemptsOf(row: DeliveryRow, rows: AttemptRow[]): AttemptView[] {
+  const views = rows.map(toAttemptView);
+  const n = row.recorded_attempts;
+  if (row.status === "succeeded" && row.last_attempt_at !== null && !rows.some((a) => a.attempt === n)) {
+    views.push({
+      attempt: n,
+      at: row.last_attempt_at.toISOString(),
+      target: row.last_target,
+      secretId: row.last_secret_id,
+      statusCode: row.last_status_code,
+      latencyMs: row.last_latency_ms,
+      error: null,
+      responseBody: row.last_response_body,
+    });
+  }
+  return views;
+}
+
 function toDeliveryView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
   return {
     deliveryId: row.id,
@@ -74,7 +96,7 @@ function toDeliveryView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView 
     redeliveredAs: row.superseded_by,
     createdAt: row.created_at.toISOString(),
     completedAt: iso(row.completed_at),
-    attempts: attempts.map(toAttemptView),
+    attempts: attemptsOf(row, attempts),
   };
 }
 

@@ -1,19 +1,15 @@
+import { sql } from "kysely";
 import { uuid } from "../../platform/crypto.js";
 import type { Executor } from "../../platform/db/index.js";
-import { enqueue } from "../../platform/jobs.js";
 
-/** The job that makes one attempt of one delivery (its retries are the same job, rescheduled). */
-export const DELIVERY_JOB = "webhooks.deliver";
+/** NOTIFY channel that wakes the delivery workers when pending deliveries commit. */
+export const DELIVERIES_CHANNEL = "cds_webhook_deliveries";
+
+/** Wakes the delivery workers once the caller's transaction commits. */
+export const notifyDeliveries = sql<string>`pg_notify(${DELIVERIES_CHANNEL}, '')`;
 
 /** The configuration an event without a webhook key goes to. */
 export const DEFAULT_WEBHOOK_KEY = "default";
-
-/** Carries what the delivery worker needs to pick a concurrency lane before reading anything. */
-export interface DeliveryJobPayload {
-  deliveryId: string;
-  tenantId: string;
-  webhookKey: string;
-}
 
 export interface NewDelivery {
   tenantId: string;
@@ -40,7 +36,7 @@ export function serializeBody(webhookId: string, payload: Record<string, unknown
   return JSON.stringify({ webhookId, ...fields });
 }
 
-/** The delivery rows and their jobs, in the caller's transaction. */
+/** The delivery rows, due at once, in the caller's transaction. */
 export async function queueDeliveries(tx: Executor, deliveries: NewDelivery[]): Promise<QueuedDelivery[]> {
   if (deliveries.length === 0) return [];
   const rows = deliveries.map((d) => {
@@ -59,11 +55,6 @@ export async function queueDeliveries(tx: Executor, deliveries: NewDelivery[]): 
     };
   });
   await tx.insertInto("webhook_deliveries").values(rows).execute();
-  await enqueue(tx, ...rows.map((r) => deliveryJob(r.id, r.tenant_id, r.webhook_key)));
+  await sql`SELECT ${notifyDeliveries}`.execute(tx);
   return rows.map((r) => ({ deliveryId: r.id, webhookId: r.webhook_id }));
-}
-
-export function deliveryJob(deliveryId: string, tenantId: string, webhookKey: string) {
-  const payload: DeliveryJobPayload = { deliveryId, tenantId, webhookKey };
-  return { kind: DELIVERY_JOB, payload };
 }

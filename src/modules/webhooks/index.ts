@@ -1,8 +1,7 @@
 import type { FeatureModule } from "../../platform/app-types.js";
-import { JobWorker } from "../../platform/jobs.js";
 import { secretBoxOf } from "../../platform/secret-box.js";
 import { deliveriesRoutes } from "./deliveries.routes.js";
-import { deliveryHandler } from "./delivery.job.js";
+import { DeliveryWorker } from "./delivery-worker.js";
 import { webhookConfigsRoutes } from "./webhook-configs.routes.js";
 import { webhooksSection } from "./webhook-events.schemas.js";
 import { sealStoredWebhookSecrets } from "./webhook-secrets.js";
@@ -23,17 +22,12 @@ export { sealStoredWebhookSecrets };
 export const webhooksModule: FeatureModule = {
   name: "webhooks",
   migrations: "webhooks",
-  tables: ["webhook_configs", "events", "webhook_deliveries", "webhook_attempts"],
+  tables: ["webhook_configs", "events", "webhook_deliveries", "webhook_attempts", "webhook_claims"],
   openapi: { webhooks: webhooksSection },
   // Delivery runs on a worker of its own, never on the general one: its attempts wait on
-  // partners' endpoints, and must not take the slots of workflow steps.
-  background: (ctx, options) => [
-    new JobWorker(ctx.db, [deliveryHandler(ctx)], {
-      ...options,
-      concurrency: ctx.config.webhookConcurrency,
-      ...(options.workerId ? { workerId: `${options.workerId}/webhooks` } : {}),
-    }),
-  ],
+  // partners' endpoints, and must not take the slots of workflow steps. Its queue is the pending
+  // deliveries themselves (decision 0007).
+  background: (ctx, options) => [new DeliveryWorker(ctx, options)],
   async startup({ db, config, note }) {
     const sealed = await sealStoredWebhookSecrets(db, secretBoxOf(config));
     if (sealed > 0) note("webhook signing secrets sealed", { configurations: sealed });

@@ -27,8 +27,11 @@ export const MAX_TIMEOUT_MS = 30_000;
 
 export interface WebhookConfigInput {
   url: string;
-  /** `{id}` without a secret keeps the secret stored under that id (rotation without re-sending it). */
-  secrets: Array<{ id?: string; secret?: string }>;
+  /**
+   * `{id}` without a secret keeps the secret stored under that id (rotation without re-sending it).
+   * Omitted, an endpoint keeps its stored secrets and the one that signs (a new URL alone).
+   */
+  secrets?: Array<{ id?: string; secret?: string }>;
   activeSecretId?: string | null;
   maxAttempts?: number;
   timeoutMs?: number;
@@ -100,7 +103,7 @@ async function targetProblem(ctx: AppContext, url: URL): Promise<string | undefi
 }
 
 function secretsOf(
-  input: WebhookConfigInput,
+  input: WebhookConfigInput & Required<Pick<WebhookConfigInput, "secrets">>,
   stored: WebhookSecret[],
   details: ErrorDetail[],
 ): { secrets: WebhookSecret[]; activeSecretId: string | null } {
@@ -186,7 +189,11 @@ export async function putWebhookConfig(
   const stored = existing
     ? openSecrets(box, tenantId, webhookKey, existing.secrets, existing.secrets_sealed)
     : [];
-  const { secrets, activeSecretId } = secretsOf(input, stored, details);
+  if (input.secrets === undefined && !existing)
+    details.push({ path: "secrets", message: "is required: a new endpoint needs a signing secret" });
+  const { secrets, activeSecretId } = input.secrets
+    ? secretsOf({ ...input, secrets: input.secrets }, stored, details)
+    : { secrets: stored, activeSecretId: existing?.active_secret_id ?? null };
   if (url && problems.length === 0) {
     const problem = await targetProblem(ctx, url);
     if (problem) details.push({ path: "url", message: problem });

@@ -14,6 +14,7 @@ export async function sendTestEvent(ctx: AppContext, tenantId: string, webhookKe
       caseId: null,
       type: "webhook.test",
       webhookKey,
+      dryRun: false,
       payload: {
         event_type: "webhook.test",
         tenant_id: tenantId,

@@ -49,6 +49,11 @@ export interface WebhookDeliveriesTable {
   last_attempt_at: Timestamp | null;
   last_status_code: number | null;
   last_error: string | null;
+  claims: Generated<number>;
+  last_target: string | null;
+  last_secret_id: string | null;
+  last_latency_ms: number | null;
+  last_response_body: string | null;
   redelivery_of: string | null;
   superseded_by: string | null;
   created_at: CreatedAt;
@@ -68,6 +73,14 @@ export interface WebhookAttemptsTable {
   response_body: string | null;
 }
 
+/** A batch of deliveries one worker claimed: entry i is claim turns[i] of deliveries[i]. */
+export interface WebhookClaimsTable {
+  id: string;
+  lease_until: Timestamp;
+  deliveries: string[];
+  turns: number[];
+}
+
 /** Row types of this module's tables, added to the platform's Database type below. */
 export interface WebhooksTables {
   /** The events outbox: every event, kept with the deliveries it causes. */
@@ -75,6 +88,8 @@ export interface WebhooksTables {
   webhook_configs: WebhookConfigsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  /** Claims of the delivery workers: open attempts, counted before they are sent. */
+  webhook_claims: WebhookClaimsTable;
 }
 
 declare module "../../platform/db/schema.js" {

@@ -59,6 +59,14 @@ export {
   compileOutput,
   /** An expression that must give a string (an information request's `to`, `subject`, `body`). */
   compileText,
+  /** What a list id must match. */
+  LIST_ID_PATTERN,
+  /** The `inList` answers of one node evaluation, filled by the engine between attempts. */
+  ListLookups,
+  /** An evaluation that read list answers not known yet: look them up and evaluate again. */
+  LookupsNeeded,
+  /** Gives the expressions evaluated with these variables the node's list answers. */
+  withListLookups,
 } from "./workflow.expressions.js";
 export {
   /** A non-empty list of at most `max` objects with exactly these properties, each required. */
@@ -81,6 +89,14 @@ export {
   type ExpressionVariables,
 } from "./workflow.types.js";
 export {
+  /** One `inList` question: is this value in the tenant's list? */
+  type ListProbe,
+  /** Where `inList` is answered: the tenant's named lists, brought by one feature. */
+  type ListSource,
+  /** The one list source among a process's features. */
+  listSourceOf,
+} from "./workflows.seam.js";
+export {
   /** What a version needs of its tenant before it runs (node types' `checkTenant`, such as a provider node's… */
   checkTenantRequirements,
   /** Any existing version, published or not (dry runs, running cases) */
@@ -89,6 +105,8 @@ export {
   getVersion,
   /** The tenant's workflows with their versions. */
   getWorkflows,
+  /** The lists the tenant's published versions read, each with the versions reading it. */
+  listsInUse,
   /** The version a new case runs on (`POST /cases`) */
   resolveSubmissionWorkflow,
 } from "./workflows.service.js";

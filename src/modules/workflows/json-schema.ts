@@ -1,8 +1,8 @@
 import { Ajv2020, type ErrorObject, type Options, type ValidateFunction } from "ajv/dist/2020.js";
 import type { RegExpEngine } from "ajv/dist/types/index.js";
-import { RE2JS } from "re2js";
 import type { ErrorDetail } from "../../platform/errors.js";
 import { addFormats } from "../../platform/http.js";
+import { compilePattern, matchWork, REGEX_LIMITS } from "./regex.js";
 
 /**
  * JSON Schema 2020-12 with Ajv: the input schemas of workflows (checked at creation, compiled
@@ -15,16 +15,57 @@ export const DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema";
 /**
  * `pattern` and `patternProperties` run on RE2 (linear time): a tenant's schema must not be able
  * to hold the event loop with a backtracking pattern (`^(a+)+$`). RE2 refuses what it cannot run
- * in linear time (backreferences, lookaround), so such a schema is refused at creation.
+ * in linear time (backreferences, lookaround), and `compilePattern` a program past its size
+ * limit, so such a schema is refused at creation. Each match is paid for, before it runs, from
+ * the work allowed to one payload (`validateBounded`).
  */
 const re2Engine: RegExpEngine = Object.assign(
   (pattern: string) => {
-    const re = RE2JS.compile(pattern);
-    // Ajv shares compiled patterns between schemas by this string.
-    return { test: (text: string) => re.test(text), toString: () => `re2:${pattern}` };
+    const re = compilePattern(pattern);
+    return {
+      test(text: string) {
+        if (work) {
+          work.left -= matchWork(re, text);
+          if (work.left < 0) throw new PatternWorkExceeded();
+        }
+        return re.test(text);
+      },
+      // Ajv shares compiled patterns between schemas by this string.
+      toString: () => `re2:${pattern}`,
+    };
   },
   { code: "re2js" },
 );
+
+class PatternWorkExceeded extends Error {}
+
+/** The pattern work left to the payload being validated (validation is synchronous). */
+let work: { left: number } | undefined;
+
+/**
+ * Runs a compiled input schema against a payload with its patterns' work bounded: past
+ * `REGEX_LIMITS.schemaWork` (program size × text length, summed), the payload is refused with
+ * one problem saying so instead of being matched on.
+ */
+export function validateBounded(validate: ValidateFunction, payload: unknown, root: string): ErrorDetail[] {
+  const outer = work;
+  work = { left: REGEX_LIMITS.schemaWork };
+  try {
+    return validate(payload) ? [] : detailsOf(validate.errors ?? [], root);
+  } catch (err) {
+    if (!(err instanceof PatternWorkExceeded)) throw err;
+    return [
+      {
+        path: root,
+        message:
+          "is too long for the input schema's patterns to check: the strings they apply to may total " +
+          `${REGEX_LIMITS.schemaWork} characters × pattern size`,
+      },
+    ];
+  } finally {
+    work = outer;
+  }
+}
 
 const OPTIONS: Options = {
   code: { regExp: re2Engine },

@@ -94,6 +94,11 @@ export interface NodeCase {
   type: string;
   externalCustomerId: string | null;
   dryRun: boolean;
+  subject: JsonObject;
+  /** The case's own time: its eventTimestamp, else when it was created. */
+  time: Date;
+  /** When the case was accepted (created). */
+  createdAt: Date;
 }
 
 export interface NodeCallInput {
@@ -188,7 +193,8 @@ export type ResumeOutcome =
   | { kind: "continue"; next: string; output: unknown; explain?: Explanation }
   | { kind: "fail"; message: string; output?: unknown; explain?: Explanation }
   /** The node keeps waiting (a vendor asked for a retry): the wait stays open. */
-  | { kind: "keep_waiting"; events?: NewEvent[] };
+  /** Its events are the case's: the engine marks them dry run with it. */
+  | { kind: "keep_waiting"; events?: Array<Omit<NewEvent, "dryRun">> };
 
 /** One entry of a case's trace, as `GET /admin/cases/{caseId}` shows it. */
 export interface TraceEntry {

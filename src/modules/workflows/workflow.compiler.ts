@@ -1,7 +1,8 @@
 import type { ErrorDetail } from "../../platform/errors.js";
-import { compileInputSchema, detailsOf } from "./json-schema.js";
+import { compileInputSchema, validateBounded } from "./json-schema.js";
 import type { CompiledNode, NodeTypes } from "./node-type.js";
 import type { WorkflowDefinition } from "./workflow.types.js";
+import { listReferencesOf } from "./workflow.validator.js";
 
 export interface CompiledWorkflow {
   /** The node types it was compiled with, which run its nodes. */
@@ -12,6 +13,8 @@ export interface CompiledWorkflow {
   readonly definition: WorkflowDefinition;
   readonly start: string;
   readonly nodes: ReadonlyMap<string, CompiledNode>;
+  /** The tenant's lists its expressions read with `inList`. */
+  readonly lists: readonly string[];
   /**
    * Checks a case payload against `inputSchema`: every failing path, relative to the submission
    * body (`payload.amount`, `payload.items[0].sku`); empty when valid.
@@ -45,8 +48,9 @@ export function compileWorkflow(
     definition,
     start: definition.start,
     nodes,
+    lists: [...new Set(listReferencesOf(types, definition).map((r) => r.list))],
     validatePayload(payload: unknown): ErrorDetail[] {
-      return validate(payload) ? [] : detailsOf(validate.errors ?? [], "payload");
+      return validateBounded(validate, payload, "payload");
     },
   });
 }

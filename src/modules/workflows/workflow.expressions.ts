@@ -1,5 +1,6 @@
 import { Environment, type ParseResult } from "@marcbachmann/cel-js";
-import { RE2JS } from "re2js";
+import type { RE2JS } from "re2js";
+import { compilePattern, matchWork, REGEX_LIMITS } from "./regex.js";
 import {
   type CompiledCondition,
   type CompiledExpression,
@@ -45,7 +46,10 @@ const environment = new Environment({ homogeneousAggregateLiterals: false })
     schema: { attributes: "map" },
     description: "The customer of the case's external customer id",
   })
-  .registerVariable("nodes", "map", { description: "The output of every finished node, by node id" });
+  .registerVariable("nodes", "map", { description: "The output of every finished node, by node id" })
+  .registerFunction("inList(string, string): bool", (list: string, value: string) => inList(list, value), {
+    description: "Whether the value is in the tenant's named list (normalised as the list says)",
+  });
 
 const MIXED: Record<string, (a: number, b: number) => number> = {
   "+": (a, b) => a + b,
@@ -65,7 +69,7 @@ export type ExpressionKind = "condition" | "string" | "value";
 const NOT_JSON = /\b(bytes|google\.protobuf\.Duration|type|optional)\b/;
 
 export type CheckedExpression =
-  | { ok: true; program: ParseResult; type: string; nodeRefs: string[] }
+  | { ok: true; program: ParseResult; type: string; nodeRefs: string[]; listRefs: string[] }
   | { ok: false; message: string };
 
 function located(summary: string, range: { start: number } | undefined): string {
@@ -101,7 +105,9 @@ export function checkExpression(source: string, kind: ExpressionKind): CheckedEx
   }
   const badPattern = literalPatternProblem(program.ast);
   if (badPattern) return { ok: false, message: `does not compile: ${badPattern}` };
-  return { ok: true, program, type, nodeRefs: nodeReferences(program.ast) };
+  const lists = listReferences(program.ast);
+  if (typeof lists === "string") return { ok: false, message: `does not compile: ${lists}` };
+  return { ok: true, program, type, nodeRefs: nodeReferences(program.ast), listRefs: lists };
 }
 
 interface AstLike {
@@ -238,14 +244,22 @@ function metered<T>(variables: ExpressionVariables, run: () => T): T {
     meters.set(variables, m);
   }
   const outer = current;
+  const outerLookups = currentLookups;
   current = m;
+  currentLookups = lookupsOf(variables);
   try {
     const result = run();
     // `||` and `&&` absorb errors of one side, the budget's too: an exhausted budget still fails.
     if (m.left < 0) throw new BudgetExceeded();
+    if (currentLookups?.hasMissing) throw new LookupsNeeded();
     return result;
+  } catch (err) {
+    // An error met while an answer was missing may be the placeholder's doing: look up first.
+    if (currentLookups?.hasMissing && !(err instanceof BudgetExceeded)) throw new LookupsNeeded();
+    throw err;
   } finally {
     current = outer;
+    currentLookups = outerLookups;
   }
 }
 
@@ -331,7 +345,7 @@ export function re2(pattern: string): RE2JS {
   if (re) {
     patterns.delete(pattern);
   } else {
-    re = RE2JS.compile(pattern);
+    re = compilePattern(pattern);
     if (patterns.size >= 500) patterns.delete(patterns.keys().next().value as string);
   }
   patterns.set(pattern, re);
@@ -346,13 +360,20 @@ function re2Matches(node: AstNode): Evaluate {
     if (typeof text !== "string" || typeof source !== "string") {
       throw new Error("matches() takes a string and a string pattern");
     }
-    spend((text.length >>> 3) + source.length);
+    if (text.length > REGEX_LIMITS.matchTextLength) {
+      throw new Error(
+        `matches() takes a text of at most ${REGEX_LIMITS.matchTextLength} characters; this one has ${text.length}`,
+      );
+    }
+    spend(source.length);
     let re: RE2JS;
     try {
       re = re2(source);
     } catch (err) {
       throw new Error(`invalid regular expression ${JSON.stringify(source)}: ${(err as Error).message}`);
     }
+    // Paid before it runs, by what matching really costs (decision 0025).
+    spend(matchWork(re, text));
     return re.test(text);
   };
 }
@@ -366,10 +387,112 @@ function literalPatternProblem(root: unknown): string | undefined {
     try {
       re2(pattern.args);
     } catch (err) {
-      return `matches() pattern ${JSON.stringify(pattern.args)} is not a valid RE2 regular expression (${(err as Error).message})`;
+      return `matches() pattern ${JSON.stringify(pattern.args)} is refused: not a valid RE2 regular expression, or too large (${(err as Error).message})`;
     }
   }
   return undefined;
+}
+
+// --- Lists: inList(list, value) -------------------------------------------------------------
+
+/** What a list id must match (contract section 7, "Lists"). */
+export const LIST_ID_PATTERN = "^[a-z][a-z0-9_]{0,63}$";
+const LIST_ID = new RegExp(LIST_ID_PATTERN);
+
+/**
+ * The lists an expression reads with `inList`, each named by a literal list id (so that a
+ * version naming a list the tenant does not have is refused when it is created), or the problem.
+ */
+function listReferences(root: unknown): string[] | string {
+  const found = new Set<string>();
+  for (const node of allNodes(root)) {
+    if (node.op !== "call" || !Array.isArray(node.args) || node.args[0] !== "inList") continue;
+    const list = (node.args as [string, unknown[]])[1]?.[0];
+    if (!isNode(list) || list.op !== "value" || typeof list.args !== "string") {
+      return 'inList() names its list with a literal list id, such as inList("blocked_ibans", payload.iban)';
+    }
+    if (!LIST_ID.test(list.args)) {
+      return `inList() list id ${JSON.stringify(list.args)} must match ${LIST_ID_PATTERN}`;
+    }
+    found.add(list.args);
+  }
+  return [...found];
+}
+
+/** The list ids an expression reads with `inList` (the expression must have checked). */
+export function listsReadBy(source: string): string[] {
+  const checked = checkExpression(source, "value");
+  return checked.ok ? checked.listRefs : [];
+}
+
+/**
+ * The answers of `inList` for one node evaluation, filled by the engine between attempts:
+ * expressions stay synchronous, so an answer not yet known is recorded as missing, the
+ * evaluation ends with `LookupsNeeded`, and the engine looks up what is missing (all of it in
+ * one query) and evaluates the node again. Expressions are pure, so the last attempt, which
+ * had every answer it asked for, is the evaluation.
+ */
+export class ListLookups {
+  readonly #answers = new Map<string, boolean>();
+  readonly #missing = new Map<string, { list: string; value: string }>();
+
+  answer(list: string, value: string): boolean {
+    const key = `${list}\u0000${value}`;
+    const known = this.#answers.get(key);
+    if (known !== undefined) return known;
+    this.#missing.set(key, { list, value });
+    return false;
+  }
+
+  /** The lookups the last attempt asked for and did not have, and forgets them. */
+  takeMissing(): Array<{ list: string; value: string }> {
+    const missing = [...this.#missing.values()];
+    this.#missing.clear();
+    return missing;
+  }
+
+  get hasMissing(): boolean {
+    return this.#missing.size > 0;
+  }
+
+  learn(list: string, value: string, found: boolean): void {
+    this.#answers.set(`${list}\u0000${value}`, found);
+  }
+
+  /** Every answer the node read, in the order it learned them (recorded with the step). */
+  read(): Array<{ list: string; value: string; found: boolean }> {
+    return [...this.#answers].map(([key, found]) => {
+      const [list, value] = key.split("\u0000") as [string, string];
+      return { list, value, found };
+    });
+  }
+}
+
+/** An evaluation that read list answers it does not have yet; the engine looks them up and runs it again. */
+export class LookupsNeeded extends Error {
+  constructor() {
+    super("the evaluation needs list lookups");
+    this.name = "LookupsNeeded";
+  }
+}
+
+/** Where variables carry their node's list answers: a symbol key, kept by `{...vars}` copies. */
+const LOOKUPS = Symbol("listLookups");
+
+/** Gives the expressions evaluated with these variables the list answers (the engine does, per node). */
+export function withListLookups<V extends ExpressionVariables>(variables: V, lookups: ListLookups): V {
+  return Object.assign(variables, { [LOOKUPS]: lookups });
+}
+
+function lookupsOf(variables: ExpressionVariables): ListLookups | undefined {
+  return (variables as { [LOOKUPS]?: ListLookups })[LOOKUPS];
+}
+
+let currentLookups: ListLookups | undefined;
+
+function inList(list: string, value: string): boolean {
+  if (!currentLookups) throw new Error("inList() has no lists to read here");
+  return currentLookups.answer(list, value);
 }
 
 export function compileExpression(nodeId: string, source: string): CompiledExpression {
@@ -380,6 +503,7 @@ export function compileExpression(nodeId: string, source: string): CompiledExpre
       try {
         return toJson(run(variables));
       } catch (err) {
+        if (err instanceof LookupsNeeded) throw err;
         throw new ExpressionError(nodeId, source, failure(err));
       }
     },
@@ -398,6 +522,7 @@ function runTyped<T extends "string" | "boolean">(
   try {
     result = run(variables);
   } catch (err) {
+    if (err instanceof LookupsNeeded) throw err;
     throw new ExpressionError(nodeId, source, failure(err));
   }
   if (typeof result !== type) {

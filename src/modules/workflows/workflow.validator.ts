@@ -2,7 +2,7 @@ import type { ValidateFunction } from "ajv";
 import type { ErrorDetail } from "../../platform/errors.js";
 import { checkInputSchema, createAjv, detailsOf } from "./json-schema.js";
 import type { NodeExpression, NodeTypes } from "./node-type.js";
-import { checkExpression } from "./workflow.expressions.js";
+import { checkExpression, listsReadBy } from "./workflow.expressions.js";
 import { NODE_ID_PATTERN, PATTERN_MESSAGES, workflowDefinitionSchema } from "./workflow.schema.js";
 
 /**
@@ -186,6 +186,21 @@ function checkGraph(start: unknown, graph: Graph, problems: ErrorDetail[]): void
 function checkNodeRules(types: NodeTypes, node: Json, at: string, problems: ErrorDetail[]): void {
   const type = typeof node.type === "string" ? types.of(node.type) : undefined;
   type?.check?.(node, at, problems);
+}
+
+/** The lists a (valid) definition's expressions read with `inList`, each with where it is read. */
+export function listReferencesOf(
+  types: NodeTypes,
+  definition: unknown,
+): Array<{ path: string; list: string }> {
+  if (!isObject(definition) || !Array.isArray(definition.nodes)) return [];
+  return definition.nodes.flatMap((node, i) =>
+    isObject(node)
+      ? expressionsOf(types, node, `nodes[${i}]`).flatMap(({ path, source }) =>
+          listsReadBy(source).map((list) => ({ path, list })),
+        )
+      : [],
+  );
 }
 
 /** Every expression of a node, by its node type. */

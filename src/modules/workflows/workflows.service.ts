@@ -8,7 +8,7 @@ import type { NodeTypes } from "./node-type.js";
 import { type CompiledWorkflow, compileWorkflow, type VersionKey } from "./workflow.compiler.js";
 import { PATTERN_MESSAGES, WORKFLOW_ID_PATTERN } from "./workflow.schema.js";
 import type { WorkflowDefinition } from "./workflow.types.js";
-import { validateDefinition } from "./workflow.validator.js";
+import { listReferencesOf, validateDefinition } from "./workflow.validator.js";
 import {
   findSubmissionTargets,
   findVersion,
@@ -79,11 +79,45 @@ export async function createVersion(
       { details: problems },
     );
   }
+  await checkListsExist(ctx, tenantId, definition);
   return ctx.db.transaction(async (tx) => {
     const version = await takeNextVersion(tx, tenantId, workflowId);
     const row = await insertVersion(tx, tenantId, workflowId, version, definition);
     return { workflowId, version, createdAt: row.created_at.toISOString() };
   });
+}
+
+/** A definition reading a list the tenant does not have is refused (400 naming each such list). */
+async function checkListsExist(ctx: AppContext, tenantId: string, definition: unknown): Promise<void> {
+  const refs = listReferencesOf(ctx.nodeTypes, definition);
+  if (refs.length === 0) return;
+  const named = [...new Set(refs.map((r) => r.list))];
+  const unknown = new Set(ctx.lists ? await ctx.lists.unknown(ctx.db.root, tenantId, named) : named);
+  const details = refs
+    .filter((r) => unknown.has(r.list))
+    .map((r) => ({ path: r.path, message: `reads the list "${r.list}", which this tenant does not have` }));
+  if (details.length === 0) return;
+  throw new AppError(
+    "invalid_request",
+    `the workflow definition reads ${unknown.size === 1 ? "a list" : "lists"} this tenant does not have: ${[...unknown].join(", ")}`,
+    { details },
+  );
+}
+
+/**
+ * The lists the tenant's published versions read with `inList`, each with the versions that read
+ * it (`<workflowId> v<version>`): a list in use cannot be deleted.
+ */
+export async function listsInUse(ctx: AppContext, tenantId: string): Promise<Map<string, string[]>> {
+  const versions = (await listVersions(ctx.db.root, tenantId)).filter((v) => v.published_at !== null);
+  const used = new Map<string, string[]>();
+  for (const v of versions) {
+    const wf = await getCompiledWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, v.workflow_id, v.version);
+    for (const list of wf?.lists ?? []) {
+      used.set(list, [...(used.get(list) ?? []), `${v.workflow_id} v${v.version}`]);
+    }
+  }
+  return used;
 }
 
 /** Publishes a version and makes it current; publishing an older version again rolls back to it. */

@@ -7,12 +7,21 @@ import type { Db } from "../db/index.js";
  * (content type and byte length pinned, `If-None-Match: *` required) and send the bytes there.
  *
  * The embedded implementation keeps objects on the local disk under CDS_DATA_DIR and serves the
- * signed URL itself (`receiver`). An S3 implementation would return a presigned PUT URL with
- * `Content-Type`, `Content-Length` and `If-None-Match` among the signed headers, implement `stat`
- * with HEAD and `open` with GET, and have no `receiver`.
+ * signed URL itself (`receiver`). The S3 implementation returns a presigned PUT URL with
+ * `Content-Type`, `Content-Length` and `If-None-Match` among the signed headers, implements `stat`
+ * with HEAD and `open` with GET, and has no `receiver`.
+ *
+ * A store that cannot be reached makes `stat`, `open` and `presignPut` throw `unavailable` (503).
  */
 export interface BlobStore {
-  readonly kind: "disk";
+  readonly kind: "disk" | "s3";
+  /** The origin upload URLs point at (the console's pages allow their browser to `PUT` there). */
+  readonly uploadOrigin: string;
+  /**
+   * Whether the store can be used now: undefined when it can, else what is wrong and the
+   * configuration variable most likely to blame (a missing bucket, refused credentials).
+   */
+  check(): Promise<BlobStoreProblem | undefined>;
   /**
    * A URL for one `PUT` of this object, valid until `target.expiresAt`. Call it outside any
    * transaction: a store may read its signing key from the database on first use.
@@ -34,6 +43,12 @@ export interface PutTarget {
   sizeBytes: number;
   /** Whole seconds: URLs carry their expiry as a Unix time. */
   expiresAt: Date;
+}
+
+export interface BlobStoreProblem {
+  /** The variable to look at: `CDS_S3_BUCKET`, `AWS_ACCESS_KEY_ID`, `CDS_S3_ENDPOINT`, … */
+  variable: string;
+  message: string;
 }
 
 export interface BlobInfo {
@@ -66,4 +81,16 @@ export interface UploadHeaders {
   contentLength: string | undefined;
   ifNoneMatch: string | undefined;
   transferEncoding: string | undefined;
+}
+
+const KEY_PATTERN = /^[A-Za-z0-9_-]+(?:\/[A-Za-z0-9_-]+)*$/;
+
+/** Whether `key` is a valid object key: `[A-Za-z0-9_-]` segments separated by `/`. */
+export function isBlobKey(key: string): boolean {
+  return KEY_PATTERN.test(key);
+}
+
+/** Throws on an invalid object key (a bug of the caller: keys are made by the service). */
+export function checkKey(key: string): void {
+  if (!isBlobKey(key)) throw new Error(`invalid blob key ${JSON.stringify(key)}`);
 }

@@ -6,11 +6,18 @@ import { pipeline } from "node:stream/promises";
 import { uuid } from "../crypto.js";
 import type { Db } from "../db/index.js";
 import { AppError } from "../errors.js";
-import type { BlobInfo, BlobStore, PutTarget, UploadHeaders, UploadReceiver } from "./blob-store.js";
+import type {
+  BlobInfo,
+  BlobStore,
+  BlobStoreProblem,
+  PutTarget,
+  UploadHeaders,
+  UploadReceiver,
+} from "./blob-store.js";
+import { checkKey, isBlobKey } from "./blob-store.js";
 import { SyncedFile } from "./synced-file.js";
 import { loadSigningKey, signatureMatches, signTarget } from "./upload-signature.js";
 
-const KEY_PATTERN = /^[A-Za-z0-9_-]+(?:\/[A-Za-z0-9_-]+)*$/;
 const ROUTE_PREFIX = "/uploads";
 /** Leftovers of uploads cut short by a crash are swept once they are this old. */
 const STALE_PART_MS = 24 * 3600 * 1000;
@@ -46,6 +53,15 @@ export class DiskBlobStore implements BlobStore, UploadReceiver {
   ) {
     this.#objects = path.join(dataDir, "blobs", "objects");
     this.#parts = path.join(dataDir, "blobs", "parts");
+  }
+
+  get uploadOrigin(): string {
+    return new URL(this.publicUrl).origin;
+  }
+
+  /** The data directory is checked by the start itself (the database and the secrets live there too). */
+  async check(): Promise<BlobStoreProblem | undefined> {
+    return undefined;
   }
 
   async presignPut(db: Db, target: PutTarget): Promise<string> {
@@ -96,7 +112,7 @@ export class DiskBlobStore implements BlobStore, UploadReceiver {
   ): Promise<PutTarget> {
     const { expires, contentType, contentLength, signature } = query;
     if (
-      !KEY_PATTERN.test(key) ||
+      !isBlobKey(key) ||
       typeof expires !== "string" ||
       !/^\d{1,12}$/.test(expires) ||
       typeof contentType !== "string" ||
@@ -222,10 +238,6 @@ function lengthMismatch(target: PutTarget, received: number): AppError {
     "invalid_request",
     `the body has ${received} bytes but ${target.sizeBytes} were declared; nothing was stored`,
   );
-}
-
-function checkKey(key: string): void {
-  if (!KEY_PATTERN.test(key)) throw new Error(`invalid blob key ${JSON.stringify(key)}`);
 }
 
 function isCode(err: unknown, code: string): boolean {

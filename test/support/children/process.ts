@@ -26,8 +26,19 @@ export function runTs(
   args: string[] = [],
   env: Record<string, string | undefined> = {},
 ): Child {
-  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
-    cwd: PROJECT_ROOT,
+  return runCommand(process.execPath, ["--import", "tsx", script, ...args], env);
+}
+
+/** Runs a command in the project root with the test's environment plus `env`, its output kept. */
+export function runCommand(
+  command: string,
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  cwd = PROJECT_ROOT,
+): Child {
+  const script = args.join(" ");
+  const child = spawn(command, args, {
+    cwd,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -103,5 +103,46 @@ export const SCRIPT = `
       });
     });
   });
+
+  // A file of one value a line: read here, sent in parts of data-lines-chunk values as JSON
+  // ({add} or {remove}, by the form's mode), one after the other; then the page shows the result.
+  Array.prototype.forEach.call(document.querySelectorAll("form[data-lines-upload]"), function (form) {
+    form.addEventListener("submit", function (event) {
+      var input = form.querySelector('input[type="file"]');
+      if (!input || input.files.length === 0) return;
+      event.preventDefault();
+      var status = form.querySelector("[data-upload-status]");
+      var mode = (form.querySelector('[name="mode"]') || {}).value === "remove" ? "remove" : "add";
+      var size = Number(form.getAttribute("data-lines-chunk")) || 10000;
+      var say = function (text) { if (status) status.textContent = text; };
+      input.files[0].text().then(function (text) {
+        var values = text.split(/\\r?\\n/).filter(function (line) { return line.trim() !== ""; });
+        if (values.length === 0) throw new Error("The file holds no values.");
+        var parts = [];
+        for (var at = 0; at < values.length; at += size) parts.push(values.slice(at, at + size));
+        return parts.reduce(function (chain, part, i) {
+          return chain.then(function () {
+            say("Sending part " + (i + 1) + " of " + parts.length + " (" + values.length + " values)…");
+            var body = {};
+            body[mode] = part;
+            return fetch(form.getAttribute("data-lines-upload"), {
+              method: "POST",
+              credentials: "same-origin",
+              headers: { "content-type": "application/json", "csrf-token": csrf },
+              body: JSON.stringify(body)
+            }).then(function (res) {
+              return res.json().then(function (answer) {
+                if (!res.ok) throw new Error("Part " + (i + 1) + " was refused: " + (answer.error || res.status));
+              });
+            });
+          });
+        }, Promise.resolve());
+      }).then(function () {
+        window.location.assign(form.getAttribute("data-lines-done"));
+      }).catch(function (err) {
+        say(err.message);
+      });
+    });
+  });
 })();
 `;

@@ -86,6 +86,17 @@ form.stack { display: grid; gap: .75rem; }
 .filters { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-end; margin-bottom: 1rem; }
 label.field { display: block; min-width: 0; font-size: .85rem; font-weight: 600; color: var(--ink); }
 label.field > input, label.field > select, label.field > textarea { display: block; margin-top: .3rem; font-weight: 400; }
+.comment-body { white-space: pre-wrap; overflow-wrap: anywhere; }
+p.overdue { color: var(--red-ink); font-weight: 600; }
+td.overdue { color: var(--red-ink); font-weight: 600; }
+tr:has(td.overdue) { background: var(--red-bg); }
+.filters .field.search { width: 22rem; }
+.saved-filters { display: flex; flex-wrap: wrap; align-items: center; gap: .4rem; margin: .5rem 0 1rem; }
+.saved-filters .inline-form { display: flex; align-items: flex-end; gap: .4rem; margin-left: auto; }
+.comments { list-style: none; padding: 0; margin: 0 0 .75rem; }
+.comments li { border-left: 3px solid var(--line); padding: .25rem .6rem; margin-bottom: .5rem; }
+ol.attempts { margin: 0; padding-left: 0; list-style: none; }
+.field-error { display: block; margin-top: .25rem; font-size: .8rem; font-weight: 600; color: var(--red-ink); }
 .hint { font-size: .8rem; color: var(--muted); font-weight: 400; margin-left: .25rem; }
 input[type=text], input[type=email], input[type=password], input[type=url], input[type=number], input[type=datetime-local], select, textarea {
   font: inherit; color: inherit; padding: .45rem .6rem; border: 1px solid #b9c1cc; border-radius: var(--radius); background: #fff; width: 100%; min-height: 2.3rem;

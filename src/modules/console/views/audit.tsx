@@ -2,7 +2,57 @@ import type { AuditRow } from "../../users/index.js";
 import { ActorName, DataTable, Fields, Time } from "./components.js";
 import { Layout, type PageContext, PageHead } from "./layout.js";
 
-const ACTIONS: Record<string, string> = {
+function Filters({ query, names }: { query: Record<string, string>; names: ReadonlyMap<string, string> }) {
+  return (
+    <form method="get" action="/console/audit" class="filters" aria-label="Filters">
+      <label class="field">
+        Who
+        <select name="actor">
+          <option value="">Anyone</option>
+          {[...names].map(([actor, name]) => (
+            <option value={actor} selected={query.actor === actor}>
+              {name}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label class="field">
+        What
+        <select name="action">
+          <option value="">Any change</option>
+          {Object.entries(AUDIT_ACTIONS).map(([action, text]) => (
+            <option value={action} selected={query.action === action}>
+              {text}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label class="field">
+        Case id
+        <input type="text" name="caseId" value={query.caseId ?? ""} />
+      </label>
+      <label class="field">
+        From
+        <input type="date" name="from" value={query.from ?? ""} />
+      </label>
+      <label class="field">
+        To
+        <input type="date" name="to" value={query.to ?? ""} />
+      </label>
+      <div class="actions">
+        <button type="submit" class="primary">
+          Show
+        </button>
+        <a class="button" href={`/console/audit.csv?${new URLSearchParams(query).toString()}`} download>
+          Export CSV
+        </a>
+      </div>
+    </form>
+  );
+}
+
+/** Each action the log records, in words. */
+export const AUDIT_ACTIONS: Record<string, string> = {
   "case.override": "Overrode the decision",
   "case.close": "Closed the case",
   "case.tag_add": "Added a tag",
@@ -23,6 +73,16 @@ const ACTIONS: Record<string, string> = {
   "user.role": "Changed a user's role",
   "user.setup_link": "Issued a new setup link",
   "user.password_set": "Set their password",
+  "case.assign": "Assigned the case",
+  "case.release": "Released the case",
+  "case.comment": "Commented",
+  "case_filter.save": "Saved a filter",
+  "case_filter.delete": "Deleted a saved filter",
+  "review_sla.set": "Changed the review deadlines",
+  "list.create": "Created a list",
+  "list.set": "Changed a list",
+  "list.values": "Changed a list's values",
+  "list.delete": "Deleted a list",
 };
 
 function Target({ target, names }: { target: string; names: ReadonlyMap<string, string> }) {
@@ -43,22 +103,32 @@ export function AuditPageView({
   names,
   next,
   paged,
+  query,
 }: {
   page: PageContext;
   rows: AuditRow[];
   names: ReadonlyMap<string, string>;
   next: number | undefined;
   paged: boolean;
+  /** The filters of the page, as its query string's fields. */
+  query: Record<string, string>;
 }) {
+  const filtered = Object.keys(query).length > 0;
+  const url = (extra: Record<string, string>) =>
+    `/console/audit?${new URLSearchParams({ ...query, ...extra }).toString()}`;
   return (
     <Layout page={page} title="Audit log">
       <PageHead title="Audit log">
         <p>
-          Every change made in the console, newest first: who, when, what, and the state before and after.
+          Every change to your cases and settings, whatever made it (the console, the operator API and CLI,
+          your API keys), newest first: who, when, what, and the state before and after.
         </p>
       </PageHead>
+      <Filters query={query} names={names} />
       {rows.length === 0 ? (
-        <div class="panel empty">No changes have been made in the console yet.</div>
+        <div class="panel empty">
+          {filtered ? "No change matches these filters." : "No changes have been made yet."}
+        </div>
       ) : (
         <DataTable
           caption="Audit log"
@@ -72,7 +142,7 @@ export function AuditPageView({
               <td>
                 <ActorName actor={r.actor} names={names} />
               </td>
-              <td>{ACTIONS[r.action] ?? r.action}</td>
+              <td>{AUDIT_ACTIONS[r.action] ?? r.action}</td>
               <td>
                 <Target target={r.target} names={names} />
               </td>
@@ -88,14 +158,14 @@ export function AuditPageView({
       )}
       <div class="pager">
         {paged ? (
-          <a class="button" href="/console/audit">
+          <a class="button" href={url({})}>
             Newest
           </a>
         ) : (
           <span />
         )}
         {next !== undefined ? (
-          <a class="button" href={`/console/audit?before=${next}`} rel="next">
+          <a class="button" href={url({ before: String(next) })} rel="next">
             Older
           </a>
         ) : null}

@@ -2,8 +2,10 @@ import { DECISION_VALUES } from "../../case-model/index.js";
 import type { InformationRequestView } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";
+import { CommentsPanel, OwnerPanel } from "./case-work.js";
 import {
   ActorName,
+  Attempts,
   Badge,
   DataTable,
   Field,
@@ -14,7 +16,7 @@ import {
   Time,
   TimeCell,
 } from "./components.js";
-import { Csrf, Layout, Notice, type PageContext } from "./layout.js";
+import { Csrf, FieldError, FormError, kept, Layout, Notice, type PageContext } from "./layout.js";
 
 export const CASE_NOTICES: Record<string, string> = {
   decision: "The decision was overridden.",
@@ -25,6 +27,8 @@ export const CASE_NOTICES: Record<string, string> = {
   reminded: "A reminder was sent.",
   cancelled: "The information request was cancelled.",
   answered: "The answer was recorded.",
+  commented: "The comment was added.",
+  assigned: "The owner was changed.",
 };
 
 type Names = ReadonlyMap<string, string>;
@@ -301,31 +305,55 @@ function RequestsPanel({ page, screen, canAct }: { page: PageContext; screen: Ca
         <RequestCard page={page} caseId={caseId} rfi={rfi} names={screen.names} canAct={canAct} />
       ))}
       {canAct ? (
-        <details>
+        <details open={page.problem?.form === "rfi"}>
           <summary>Request information</summary>
           <form method="post" action={`/console/cases/${caseId}/rfi`} class="stack">
             <Csrf page={page} />
-            <Field label="To" hint="the customer's email address">
-              <input type="email" name="to" required />
-            </Field>
-            <Field label="Cc" hint="optional, comma-separated">
-              <input type="text" name="cc" />
-            </Field>
-            <Field label="Subject">
-              <input type="text" name="subject" required maxLength={1000} />
-            </Field>
-            <Field label="Message">
-              <textarea name="body" required />
-            </Field>
-            <Field label="Deadline (UTC)" hint="optional">
-              <input type="datetime-local" name="expiresAt" />
-            </Field>
-            <SubmitButton>Send the request</SubmitButton>
+            <FormError page={page} form="rfi" />
+            <label class="field">
+              To <span class="hint">the customer's email address</span>
+              <input type="email" name="to" required value={kept(page, "rfi", "to")} />
+              <FieldError page={page} form="rfi" field="to" />
+            </label>
+            <label class="field">
+              Cc <span class="hint">optional, comma-separated</span>
+              <input type="text" name="cc" value={kept(page, "rfi", "cc")} />
+              <FieldError page={page} form="rfi" field="cc" />
+            </label>
+            <label class="field">
+              Subject
+              <input
+                type="text"
+                name="subject"
+                required
+                maxLength={1000}
+                value={kept(page, "rfi", "subject")}
+              />
+              <FieldError page={page} form="rfi" field="subject" />
+            </label>
+            <label class="field">
+              Message
+              <textarea name="body" required value={kept(page, "rfi", "body")} />
+              <FieldError page={page} form="rfi" field="body" />
+            </label>
+            <label class="field">
+              Deadline (UTC) <span class="hint">optional</span>
+              <input type="datetime-local" name="expiresAt" value={kept(page, "rfi", "expiresAt")} />
+              <FieldError page={page} form="rfi" field="expiresAt" />
+            </label>
+            <button type="submit" class="primary">
+              Send the request
+            </button>
           </form>
         </details>
       ) : null}
     </Panel>
   );
+}
+
+/** How many decisions the case had when the page was drawn: an override made on it names this. */
+function decisionCount(screen: CaseScreen): number {
+  return (screen.record.result as { decisionHistory: unknown[] }).decisionHistory.length;
 }
 
 function ActionsPanel({ page, screen }: { page: PageContext; screen: CaseScreen }) {
@@ -336,17 +364,30 @@ function ActionsPanel({ page, screen }: { page: PageContext; screen: CaseScreen 
       {hasDecision ? (
         <form method="post" action={`/console/cases/${caseId}/decision`} class="stack">
           <Csrf page={page} />
-          <Field label="New decision">
+          <input type="hidden" name="basedOn" value={String(decisionCount(screen))} />
+          <FormError page={page} form="decision" />
+          <label class="field">
+            New decision
             <select name="value" required>
+              <option value="" selected={kept(page, "decision", "value") === ""}>
+                Choose…
+              </option>
               {DECISION_VALUES.map((v) => (
-                <option value={v}>{label(v)}</option>
+                <option value={v} selected={kept(page, "decision", "value") === v}>
+                  {label(v)}
+                </option>
               ))}
             </select>
-          </Field>
-          <Field label="Reason" hint="required; the partner sees it in the history">
-            <textarea name="reason" required maxLength={2000} />
-          </Field>
-          <SubmitButton>Override the decision</SubmitButton>
+            <FieldError page={page} form="decision" field="value" />
+          </label>
+          <label class="field">
+            Reason <span class="hint">required; the partner sees it in the history</span>
+            <textarea name="reason" required maxLength={2000} value={kept(page, "decision", "reason")} />
+            <FieldError page={page} form="decision" field="reason" />
+          </label>
+          <button type="submit" class="primary">
+            Override the decision
+          </button>
         </form>
       ) : (
         <p class="muted">The workflow has not decided yet; the decision can be overridden once it has.</p>
@@ -442,7 +483,7 @@ function DeliveriesPanel({ screen }: { screen: CaseScreen }) {
         columns={[
           { head: "Event" },
           { head: "Status" },
-          { head: "Attempts", num: true },
+          { head: "Attempts (time, duration, answer)" },
           { head: "Endpoint", narrow: true },
           { head: "Created" },
         ]}
@@ -451,9 +492,10 @@ function DeliveriesPanel({ screen }: { screen: CaseScreen }) {
             <td class="mono">{d.eventType}</td>
             <td>
               <Badge value={d.status} />
-              {d.lastError ? <div class="small muted">{d.lastError}</div> : null}
             </td>
-            <td class="num">{d.attemptCount}</td>
+            <td>
+              <Attempts attempts={d.attempts} />
+            </td>
             <td class="hide-narrow">{d.webhookKey}</td>
             <TimeCell iso={d.createdAt} />
           </>
@@ -475,7 +517,13 @@ export function CasePageView({
   const r = screen.record;
   const session = page.session;
   const terminal = r.status === "closed" || r.status === "failed";
-  const canAct = Boolean(session && can(session.role, "cases:review")) && !terminal && !r.dryRun;
+  const reviewer = Boolean(session && can(session.role, "cases:review"));
+  const canAct = reviewer && !terminal && !r.dryRun;
+  // Analysts work their own cases (and those nobody owns); admins act on any.
+  const ownedElsewhere =
+    screen.work.assigneeId !== null &&
+    screen.work.assigneeId !== session?.userId &&
+    session?.role !== "admin";
   const decision = (r.result as { decision: { value: string } | null }).decision;
   return (
     <Layout page={page} title={caseTitle(screen)}>
@@ -497,6 +545,7 @@ export function CasePageView({
       <div class="grid grid-case">
         <div>
           <DecisionPanel screen={screen} names={screen.names} />
+          <CommentsPanel page={page} screen={screen} canComment={reviewer} />
           <TracePanel trace={screen.trace} />
           <RequestsPanel page={page} screen={screen} canAct={canAct} />
           <Panel title="Subject" id="subject">
@@ -511,7 +560,13 @@ export function CasePageView({
           <DeliveriesPanel screen={screen} />
         </div>
         <div>
-          {canAct ? <ActionsPanel page={page} screen={screen} /> : null}
+          <OwnerPanel page={page} screen={screen} canAct={canAct} />
+          {canAct && !ownedElsewhere ? <ActionsPanel page={page} screen={screen} /> : null}
+          {canAct && ownedElsewhere ? (
+            <Panel title="Review" id="review">
+              <p class="muted">Another analyst owns this case: only they, or an admin, decide on it.</p>
+            </Panel>
+          ) : null}
           <TagsPanel page={page} screen={screen} canAct={canAct} />
           <PendingPanel screen={screen} />
           {screen.featurePanels}

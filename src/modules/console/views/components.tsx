@@ -211,3 +211,34 @@ export function TimeCell({ iso, narrow }: { iso: string | null | undefined; narr
     </td>
   );
 }
+
+/** One delivery attempt as the logs list it (the webhooks module's attempt view, in part). */
+export interface AttemptLine {
+  attempt: number;
+  at: string;
+  statusCode: number | null;
+  latencyMs: number | null;
+  error: string | null;
+}
+
+/** What an attempt got back, in one phrase: the HTTP status, and the error when it says more. */
+export function attemptOutcome(a: AttemptLine): string {
+  const status = a.statusCode === null ? null : `HTTP ${a.statusCode}`;
+  if (status && a.error && a.error !== status) return `${status}: ${a.error}`;
+  return status ?? a.error ?? "no answer";
+}
+
+/** Every attempt of a delivery: when it started, how long it took, what it got back. */
+export function Attempts({ attempts }: { attempts: readonly AttemptLine[] }) {
+  if (attempts.length === 0) return <span class="small muted">not attempted yet</span>;
+  return (
+    <ol class="attempts small">
+      {attempts.map((a) => (
+        <li>
+          <span class="muted">#{a.attempt}</span> <Time iso={a.at} seconds /> ·{" "}
+          {a.latencyMs === null ? "—" : `${a.latencyMs} ms`} · {attemptOutcome(a)}
+        </li>
+      ))}
+    </ol>
+  );
+}

@@ -11,6 +11,42 @@ export interface PageContext {
   path: string;
   /** The links to the features' console pages (see console.seam.ts). */
   links: readonly ConsoleLink[];
+  /** A form post this page answers that was refused: its problems, shown beside its fields. */
+  problem?: FormProblem;
+}
+
+/** A refused form post: which form, what went wrong (by field, where known), what was typed. */
+export interface FormProblem {
+  form: string;
+  message: string;
+  fields: Record<string, string>;
+  values: Record<string, string>;
+}
+
+/** The value a field of a refused form keeps, else its default. */
+export function kept(page: PageContext, form: string, field: string, fallback = ""): string {
+  return page.problem?.form === form ? (page.problem.values[field] ?? fallback) : fallback;
+}
+
+/** The problem of one field of a refused form, beside the field (referenced by aria-describedby). */
+export function FieldError({ page, form, field }: { page: PageContext; form: string; field: string }) {
+  const message = page.problem?.form === form ? page.problem.fields[field] : undefined;
+  return message ? (
+    <span class="field-error" id={`${form}-${field}-error`} role="alert">
+      {message}
+    </span>
+  ) : null;
+}
+
+/** What a refused form could not place beside a field, at the top of the form. */
+export function FormError({ page, form }: { page: PageContext; form: string }) {
+  const problem = page.problem?.form === form ? page.problem : undefined;
+  if (!problem || Object.keys(problem.fields).length > 0) return null;
+  return (
+    <p class="field-error" role="alert">
+      {problem.message}
+    </p>
+  );
 }
 
 /** A page's heading: its title and, below it, what the page shows. */
@@ -56,6 +92,7 @@ export function Layout({
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="csrf-token" content={page.csrf} />
         <title>{`${title} · Case console`}</title>
+        <link rel="icon" type="image/svg+xml" href={`/console/assets/favicon.svg?v=${ASSET_VERSION}`} />
         <link rel="stylesheet" href={`/console/assets/console.css?v=${ASSET_VERSION}`} />
         <script src={`/console/assets/console.js?v=${ASSET_VERSION}`} defer />
       </head>
@@ -72,6 +109,12 @@ export function Layout({
               <nav class="nav" aria-label="Main">
                 <NavLink page={page} href="/console/queue">
                   Review queue
+                </NavLink>
+                <NavLink page={page} href="/console/cases">
+                  All cases
+                </NavLink>
+                <NavLink page={page} href="/console/mine">
+                  Mine
                 </NavLink>
                 <NavLink page={page} href="/console/audit">
                   Audit log

@@ -41,6 +41,7 @@ function dispatchEvent(
     caseId: kase.id,
     type: "external_callback.dispatch",
     webhookKey: input.webhookKey ?? null,
+    dryRun: kase.dryRun,
     payload: {
       event_type: "external_callback.dispatch",
       tenantId: kase.tenantId,

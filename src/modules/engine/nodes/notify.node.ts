@@ -37,6 +37,7 @@ export function notificationEvent(
     caseId: kase.id,
     type: "node.notification",
     webhookKey: input.webhookKey ?? null,
+    dryRun: kase.dryRun,
     payload: {
       event_type: "node.notification",
       ...(input.payloadType === undefined ? {} : { payloadType: input.payloadType }),

@@ -11,6 +11,7 @@ const SECTIONS = [
   { href: "/console/settings/webhooks", title: "Webhooks", permission: "webhooks:manage" },
   { href: "/console/settings/providers", title: "Providers", permission: "webhooks:manage" },
   { href: "/console/settings/users", title: "Users", permission: "users:manage" },
+  { href: "/console/settings/review", title: "Review deadlines", permission: "users:manage" },
 ] as const;
 
 export const SETTINGS_NOTICES: Record<string, string> = {

@@ -1,16 +1,7 @@
 import type { DeliveryView, WebhookConfigView } from "../../../webhooks/index.js";
-import { Badge, Field, SubmitButton, TimeCell } from "../components.js";
-import type { PageContext } from "../layout.js";
-import {
-  ACTIONS,
-  DataTable,
-  DeleteButton,
-  FormPanel,
-  Panel,
-  PostButton,
-  SettingsLayout,
-  TablePanel,
-} from "./layout.js";
+import { Attempts, Badge, Field, Time } from "../components.js";
+import { FieldError, FormError, kept, type PageContext } from "../layout.js";
+import { ACTIONS, DataTable, DeleteButton, FormPanel, Panel, PostButton, SettingsLayout } from "./layout.js";
 
 /** A page of the delivery log, with the status it is filtered by. */
 export interface DeliveryLog {
@@ -23,14 +14,18 @@ export interface DeliveryLog {
 export function WebhooksView({
   page,
   configs,
+  editing,
   log,
   notice,
 }: {
   page: PageContext;
   configs: WebhookConfigView[];
+  /** The endpoint whose settings the form starts from (`?edit=<key>`). */
+  editing?: WebhookConfigView;
   log: DeliveryLog;
   notice?: string;
 }) {
+  const value = (field: string, current: string) => kept(page, "webhook", field, current);
   return (
     <SettingsLayout
       page={page}
@@ -39,73 +34,121 @@ export function WebhooksView({
       notice={notice}
     >
       <div class="grid grid-case">
-        <TablePanel
-          id="configs"
-          title="Endpoints"
-          rows={configs}
-          empty="No endpoint is configured: events are recorded but not sent."
-          columns={[
-            { head: "Key" },
-            { head: "URL" },
-            { head: "Signing secret", narrow: true },
-            { head: "Attempts", num: true, narrow: true },
-            ACTIONS,
-          ]}
-          row={(c) => (
-            <>
-              <td class="mono">{c.webhookKey}</td>
-              <td class="mono small">{c.url}</td>
-              <td class="hide-narrow mono">{c.activeSecretId ?? "—"}</td>
-              <td class="num hide-narrow">{c.maxAttempts}</td>
-              <td>
-                <div class="actions">
-                  <PostButton
-                    page={page}
-                    action={`/console/settings/webhooks/${c.webhookKey}/test`}
-                    label="Send a test event"
-                  />
-                  <DeleteButton
-                    page={page}
-                    action={`/console/settings/webhooks/${c.webhookKey}/delete`}
-                    confirm={`Delete the endpoint “${c.webhookKey}”?`}
-                    what={`endpoint ${c.webhookKey}`}
-                  />
-                </div>
-              </td>
-            </>
-          )}
-        />
+        <Panel id="configs" title="Endpoints">
+          <DataTable
+            rows={configs}
+            empty="No endpoint is configured: events are recorded but not sent."
+            columns={[
+              { head: "Key" },
+              { head: "URL" },
+              { head: "Signing secret", narrow: true },
+              { head: "Attempts", num: true, narrow: true },
+              ACTIONS,
+            ]}
+            row={(c) => (
+              <>
+                <td class="mono">{c.webhookKey}</td>
+                <td class="mono small">{c.url}</td>
+                <td class="hide-narrow mono">{c.activeSecretId ?? "—"}</td>
+                <td class="num hide-narrow">{c.maxAttempts}</td>
+                <td>
+                  <div class="actions">
+                    <a
+                      class="button"
+                      href={`/console/settings/webhooks?edit=${encodeURIComponent(c.webhookKey)}#webhook-form`}
+                    >
+                      Edit<span class="skip"> endpoint {c.webhookKey}</span>
+                    </a>
+                    <PostButton
+                      page={page}
+                      action={`/console/settings/webhooks/${c.webhookKey}/test`}
+                      label="Send a test event"
+                    />
+                    <DeleteButton
+                      page={page}
+                      action={`/console/settings/webhooks/${c.webhookKey}/delete`}
+                      confirm={`Delete the endpoint “${c.webhookKey}”?`}
+                      what={`endpoint ${c.webhookKey}`}
+                    />
+                  </div>
+                </td>
+              </>
+            )}
+          />
+        </Panel>
         <FormPanel
           page={page}
           id="webhook-form"
-          title="Add or change an endpoint"
+          title={editing ? `Change the endpoint “${editing.webhookKey}”` : "Add or change an endpoint"}
           action="/console/settings/webhooks"
         >
-          <Field label="Key" hint="“default” receives every event without a key of its own">
+          <FormError page={page} form="webhook" />
+          <label class="field">
+            Key <span class="hint">“default” receives every event without a key of its own</span>
             <input
               type="text"
               name="webhookKey"
               required
-              value="default"
+              value={value("webhookKey", editing?.webhookKey ?? "default")}
               pattern="[A-Za-z0-9][A-Za-z0-9._\-]{0,63}"
             />
-          </Field>
-          <Field label="URL">
-            <input type="url" name="url" required placeholder="https://hooks.example.com/cds" />
-          </Field>
-          <Field label="Secret id" hint="names the secret in the signature header">
-            <input type="text" name="secretId" required value="s1" />
-          </Field>
-          <Field label="Secret" hint="at least 16 characters; leave empty to keep the stored one">
+            <FieldError page={page} form="webhook" field="webhookKey" />
+          </label>
+          <label class="field">
+            URL
+            <input
+              type="url"
+              name="url"
+              required
+              placeholder="https://hooks.example.com/cds"
+              value={value("url", editing?.url ?? "")}
+            />
+            <FieldError page={page} form="webhook" field="url" />
+          </label>
+          <label class="field">
+            Secret id{" "}
+            <span class="hint">
+              optional: names the secret in the signature header; leave it and the secret empty to keep the
+              stored ones
+            </span>
+            <input type="text" name="secretId" value={value("secretId", "")} />
+            <FieldError page={page} form="webhook" field="secretId" />
+          </label>
+          <label class="field">
+            Secret{" "}
+            <span class="hint">
+              {editing
+                ? "at least 16 characters; leave empty to keep the stored one"
+                : "at least 16 characters"}
+            </span>
             <input type="password" name="secret" autocomplete="off" />
-          </Field>
-          <Field label="Attempts" hint="1 to 20">
-            <input type="number" name="maxAttempts" min={1} max={20} value="5" />
-          </Field>
-          <Field label="Timeout (ms)">
-            <input type="number" name="timeoutMs" min={100} max={30000} value="10000" />
-          </Field>
-          <SubmitButton>Save endpoint</SubmitButton>
+            <FieldError page={page} form="webhook" field="secret" />
+          </label>
+          <label class="field">
+            Attempts <span class="hint">1 to 20</span>
+            <input
+              type="number"
+              name="maxAttempts"
+              min={1}
+              max={20}
+              value={value("maxAttempts", String(editing?.maxAttempts ?? 5))}
+            />
+            <FieldError page={page} form="webhook" field="maxAttempts" />
+          </label>
+          <label class="field">
+            Timeout (ms)
+            <input
+              type="number"
+              name="timeoutMs"
+              min={100}
+              max={30000}
+              value={value("timeoutMs", String(editing?.timeoutMs ?? 10000))}
+            />
+            <FieldError page={page} form="webhook" field="timeoutMs" />
+          </label>
+          <button type="submit" class="primary">
+            Save endpoint
+          </button>
         </FormPanel>
       </div>
       <Panel id="log" title="Delivery log">
@@ -128,8 +171,7 @@ export function WebhooksView({
           columns={[
             { head: "Event" },
             { head: "Status" },
-            { head: "Attempts", num: true },
-            { head: "Last answer", narrow: true },
+            { head: "Attempts (time, duration, answer)" },
             { head: "Case", narrow: true },
             { head: "Created" },
             ACTIONS,
@@ -144,9 +186,8 @@ export function WebhooksView({
                 <Badge value={d.status} />
                 {d.redeliveredAs ? <div class="small muted">redelivered</div> : null}
               </td>
-              <td class="num">{d.attemptCount}</td>
-              <td class="hide-narrow small">
-                {d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : ""} {d.lastError ?? ""}
+              <td>
+                <Attempts attempts={d.attempts} />
               </td>
               <td class="hide-narrow">
                 {d.caseId ? (
@@ -157,7 +198,9 @@ export function WebhooksView({
                   <span class="muted">—</span>
                 )}
               </td>
-              <TimeCell iso={d.createdAt} />
+              <td>
+                <Time iso={d.createdAt} />
+              </td>
               <td>
                 {d.status !== "pending" && !d.redeliveredAs ? (
                   <PostButton

@@ -1,0 +1,203 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { sql } from "kysely";
+import type { Db } from "../../src/platform/db/index.js";
+import { percentile, round } from "./stats.js";
+import type { BenchServer } from "./types.js";
+
+/** A KYC submission to the three-node workflow of bench/lib/workflows.ts (`screen`). */
+export const submission = JSON.stringify({
+  workflowId: "screen",
+  type: "KYC",
+  payload: { amount: 120 },
+  subject: {
+    displayName: "Ada Lovelace",
+    person: { firstName: "Ada", lastName: "Lovelace", nationality: "GB" },
+  },
+});
+
+export interface CaseSummary {
+  caseId: string;
+  status: string;
+  createdAt: string;
+  decision: { decidedAt: string } | null;
+}
+
+/** Every case of the tenant created in [from, to), through the operator API (either database). */
+export async function casesOf(
+  server: BenchServer,
+  tenantId: string,
+  from: Date,
+  to: Date,
+): Promise<CaseSummary[]> {
+  const all: CaseSummary[] = [];
+  let cursor: string | null = null;
+  do {
+    const query = new URLSearchParams({
+      tenantId,
+      createdFrom: from.toISOString(),
+      createdTo: to.toISOString(),
+      limit: "100",
+      ...(cursor ? { cursor } : {}),
+    });
+    const page: { cases: CaseSummary[]; nextCursor: string | null } = await server.admin(
+      "GET",
+      `/admin/cases?${query}`,
+    );
+    all.push(...page.cases);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return all;
+}
+
+export interface Decisions {
+  decided: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/** Decisions per second from the first submission to the last decision; submission-to-decision latency. */
+export function decisionsIn(cases: CaseSummary[]): Decisions {
+  const decided = cases.filter((c) => c.decision !== null);
+  if (decided.length === 0) return { decided: 0, perSecond: 0, p50Ms: 0, p99Ms: 0 };
+  const created = decided.map((c) => Date.parse(c.createdAt));
+  const at = decided.map((c) => Date.parse(c.decision?.decidedAt as string));
+  const latencies = decided.map((_, i) => (at[i] as number) - (created[i] as number));
+  const span = (Math.max(...at) - Math.min(...created)) / 1000;
+  return {
+    decided: decided.length,
+    perSecond: span > 0 ? decided.length / span : 0,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+  };
+}
+
+/** Waits until no case of the tenant is still on its way to a decision. */
+export async function drained(server: BenchServer, tenantId: string, timeoutMs = 600_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let busy = 0;
+    for (const status of ["received", "running"]) {
+      const page: { cases: unknown[] } = await server.admin(
+        "GET",
+        `/admin/cases?tenantId=${tenantId}&status=${status}&limit=1`,
+      );
+      busy += page.cases.length;
+    }
+    if (busy === 0) return;
+    if (Date.now() > deadline) throw new Error(`cases still undecided after ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
+
+interface Counters {
+  commits: number;
+  otherCommits: number;
+  /** The server's WAL position: other databases write to the same WAL. */
+  wal: string;
+  tables: Map<string, { ins: number; upd: number; del: number; hot: number }>;
+}
+
+async function counters(db: Db): Promise<Counters> {
+  await sql`SELECT pg_stat_clear_snapshot()`.execute(db.root);
+  const { rows: commits } = await sql<{ mine: string; others: string }>`
+    SELECT sum(xact_commit) FILTER (WHERE datname = current_database()) AS mine,
+           sum(xact_commit) FILTER (WHERE datname <> current_database()) AS others
+    FROM pg_stat_database`.execute(db.root);
+  const { rows: tables } = await sql<{ relname: string; ins: string; upd: string; del: string; hot: string }>`
+    SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_del AS del, n_tup_hot_upd AS hot
+    FROM pg_stat_user_tables`.execute(db.root);
+  const { rows: wal } = await sql<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`.execute(db.root);
+  return {
+    commits: Number(commits[0]?.mine ?? 0),
+    otherCommits: Number(commits[0]?.others ?? 0),
+    wal: wal[0]?.lsn ?? "0/0",
+    tables: new Map(
+      tables.map((t) => [
+        t.relname,
+        { ins: Number(t.ins), upd: Number(t.upd), del: Number(t.del), hot: Number(t.hot) },
+      ]),
+    ),
+  };
+}
+
+export interface Work {
+  decided: number;
+  transactions: number;
+  rows: number;
+  /** WAL records of this database's blocks and its transactions' commits. */
+  walBytes: number;
+  /** Of which full-page images (the first change of a page after a checkpoint). */
+  fpiBytes: number;
+  /** All WAL the server wrote meanwhile, other databases included. */
+  serverWalBytes: number;
+  /** False when the WAL was recycled before it could be read: `walBytes` is then the server's. */
+  walInspected: boolean;
+  otherCommits: number;
+  byTable: string[];
+}
+
+/**
+ * PostgreSQL's own counters over a load that `run` puts on the service and waits out: transactions
+ * committed on the service's database, rows written (inserted, updated, deleted) by table, and WAL
+ * written, per case `run` reports done. WAL is the server's: other databases' work in the window
+ * (their commits are reported) adds to it.
+ */
+export async function workPerCase(server: BenchServer, run: () => Promise<number>): Promise<Work> {
+  // pg_walinspect reads the WAL between two positions, to count this database's records only.
+  await server.withDb((db) => sql`CREATE EXTENSION IF NOT EXISTS pg_walinspect`.execute(db.root));
+  // An idle backend reports its counters within 10 s (PostgreSQL's PGSTAT_IDLE_INTERVAL): let the
+  // work before this measurement be counted before it starts.
+  await sleep(11_000);
+  const before = await server.withDb(counters);
+  const decided = await run();
+  await sleep(11_000);
+  const after = await server.withDb(counters);
+  const wal = await server.withDb(async (db) => {
+    const { rows: all } = await sql<{ bytes: string }>`
+      SELECT pg_wal_lsn_diff(${after.wal}::pg_lsn, ${before.wal}::pg_lsn) AS bytes`.execute(db.root);
+    const server = Number(all[0]?.bytes ?? 0);
+    try {
+      // This database's records (their blocks are in it) and the commit records of its transactions.
+      const { rows } = await sql<{ mine: string; fpi: string }>`
+        WITH r AS (SELECT * FROM pg_get_wal_records_info(${before.wal}::pg_lsn, ${after.wal}::pg_lsn)),
+        oid AS (SELECT oid::text AS oid FROM pg_database WHERE datname = current_database()),
+        here AS (
+          SELECT r.* FROM r, oid WHERE r.block_ref LIKE '%rel %/' || oid.oid || '/%'
+        ),
+        xids AS (SELECT DISTINCT xid FROM here WHERE xid <> 0)
+        SELECT (SELECT sum(record_length) FROM here)
+                 + coalesce((SELECT sum(record_length) FROM r WHERE resource_manager = 'Transaction'
+                                                        AND xid IN (SELECT xid FROM xids)), 0) AS mine,
+               (SELECT sum(fpi_length) FROM here) AS fpi`.execute(db.root);
+      return { server, mine: Number(rows[0]?.mine ?? 0), fpi: Number(rows[0]?.fpi ?? 0), inspected: true };
+    } catch {
+      // A busy server may have recycled the WAL already: only the server-wide figure is left.
+      return { server, mine: server, fpi: 0, inspected: false };
+    }
+  });
+  let rows = 0;
+  const byTable: string[] = [];
+  for (const [table, a] of after.tables) {
+    const b = before.tables.get(table) ?? { ins: 0, upd: 0, del: 0, hot: 0 };
+    const d = { ins: a.ins - b.ins, upd: a.upd - b.upd, del: a.del - b.del, hot: a.hot - b.hot };
+    const total = d.ins + d.upd + d.del;
+    if (total === 0) continue;
+    rows += total;
+    const per = (n: number) => round(n / decided);
+    byTable.push(
+      `${table}: ${per(d.ins)} inserted, ${per(d.upd)} updated (${per(d.hot)} HOT), ${per(d.del)} deleted`,
+    );
+  }
+  return {
+    decided,
+    transactions: (after.commits - before.commits) / decided,
+    rows: rows / decided,
+    walBytes: wal.mine / decided,
+    fpiBytes: wal.fpi / decided,
+    serverWalBytes: wal.server / decided,
+    walInspected: wal.inspected,
+    otherCommits: after.otherCommits - before.otherCommits,
+    byTable,
+  };
+}

@@ -1,0 +1,130 @@
+import { type ExpressionBuilder, type SelectQueryBuilder, sql } from "kysely";
+import type { Database, Executor } from "../../platform/db/index.js";
+
+// The "All cases" view's read of the cases table: every status and decision, filtered, newest
+// first (or by due date), after a keyset position. Filters on what other modules keep of a case
+// (its tags, its entities) come in as subqueries of case ids written by their owners.
+
+/** The name-search expression, exactly as the index `cases_display_name_words` is built. */
+const NAME_WORDS = sql`to_tsvector('simple', coalesce(subject ->> 'displayName', ''))`;
+
+/** A transaction's amount when it is a number, else null (never a cast error). */
+const AMOUNT = sql<string | null>`CASE WHEN json_typeof(subject -> 'transaction' -> 'amount') = 'number'
+  THEN (subject -> 'transaction' ->> 'amount')::numeric END`;
+
+type CaseIds = SelectQueryBuilder<Database, keyof Database, { case_id: string }>;
+
+export interface CaseFilters {
+  status?: string;
+  type?: string;
+  workflowId?: string;
+  decision?: string;
+  /** A user's id, or `none` for the cases nobody owns. */
+  assignee?: string;
+  createdFrom?: Date;
+  createdTo?: Date;
+  amountMin?: number;
+  amountMax?: number;
+  /** Only the cases among each of these id sets (another module's: a tag, an identifier). */
+  among?: CaseIds[];
+  /** The search: one of these alone per query (the service runs one query per kind and merges). */
+  caseId?: string;
+  /** Words of the display name, the last one matched as a prefix: `grace hop`. */
+  nameWords?: string[];
+  customerId?: string;
+}
+
+export interface CaseListRow {
+  id: string;
+  status: string;
+  type: string;
+  workflow_id: string;
+  workflow_version: number;
+  display_name: string | null;
+  external_customer_id: string | null;
+  decision_value: string | null;
+  assignee_id: string | null;
+  amount: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface CaseKeyset {
+  createdAt: Date;
+  id: string;
+}
+
+/**
+ * A tsquery of whole words and the last one as a prefix (`grace & hop:*`, as one types); the
+ * words hold only letters and digits. Whole words let the index skip through a common word's
+ * long list with a rare one's short list; a prefix is read whole, so only the last is one.
+ */
+function wordsQuery(words: readonly string[]): string {
+  return words.map((w, i) => (i === words.length - 1 ? `${w}:*` : w)).join(" & ");
+}
+
+function applyFilters(
+  query: SelectQueryBuilder<Database, "cases", CaseListRow>,
+  f: CaseFilters,
+): SelectQueryBuilder<Database, "cases", CaseListRow> {
+  let q = query;
+  if (f.status) q = q.where("status", "=", f.status);
+  if (f.type) q = q.where("type", "=", f.type);
+  if (f.workflowId) q = q.where("workflow_id", "=", f.workflowId);
+  if (f.decision) q = q.where(sql<string>`decision ->> 'value'`, "=", f.decision);
+  if (f.assignee === "none") q = q.where("assignee_id", "is", null);
+  else if (f.assignee) q = q.where("assignee_id", "=", f.assignee);
+  if (f.createdFrom) q = q.where("created_at", ">=", f.createdFrom);
+  if (f.createdTo) q = q.where("created_at", "<", f.createdTo);
+  // Only transactions have an amount; the type lets the index `cases_tenant_amount` serve it.
+  if (f.amountMin !== undefined || f.amountMax !== undefined) q = q.where("type", "=", "Transaction");
+  if (f.amountMin !== undefined) q = q.where(AMOUNT, ">=", String(f.amountMin));
+  if (f.amountMax !== undefined) q = q.where(AMOUNT, "<=", String(f.amountMax));
+  for (const ids of f.among ?? []) q = q.where("id", "in", ids);
+  if (f.caseId) q = q.where("id", "=", f.caseId);
+  if (f.nameWords && f.nameWords.length > 0)
+    q = q.where(sql<boolean>`${NAME_WORDS} @@ to_tsquery('simple', ${wordsQuery(f.nameWords)})`);
+  if (f.customerId) q = q.where("external_customer_id", "=", f.customerId);
+  return q;
+}
+
+const after = (k: CaseKeyset) => (eb: ExpressionBuilder<Database, "cases">) =>
+  eb.or([
+    eb("created_at", "<", k.createdAt),
+    eb.and([eb("created_at", "=", k.createdAt), eb("id", "<", k.id)]),
+  ]);
+
+/**
+ * One page of the tenant's cases, newest first, after the keyset position. With no filter the
+ * index `cases_tenant_created` serves it; a status, an assignee, a customer id or name words have
+ * an index of their own; the other filters are read along the newest-first index.
+ */
+export function listCases(
+  db: Executor,
+  tenantId: string,
+  f: CaseFilters,
+  limit: number,
+  position: CaseKeyset | undefined,
+): Promise<CaseListRow[]> {
+  let query = db
+    .selectFrom("cases")
+    .select([
+      "id",
+      "status",
+      "type",
+      "workflow_id",
+      "workflow_version",
+      "external_customer_id",
+      "assignee_id",
+      "created_at",
+      "updated_at",
+      sql<string | null>`subject ->> 'displayName'`.as("display_name"),
+      sql<string | null>`decision ->> 'value'`.as("decision_value"),
+      AMOUNT.as("amount"),
+    ])
+    .where("tenant_id", "=", tenantId)
+    .where("dry_run", "=", false);
+  query = applyFilters(query, f);
+  if (position) query = query.where(after(position));
+  return query.orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).execute();
+}

@@ -1,0 +1,202 @@
+import type { AppContext } from "../../platform/context.js";
+import { isUuid } from "../../platform/crypto.js";
+import { badRequest } from "../../platform/errors.js";
+import { CASE_STATUSES, CASE_TYPES, DECISION_VALUES } from "../case-model/index.js";
+import {
+  type CaseFilters,
+  type CaseKeyset,
+  type CaseListRow,
+  getCaseFilters,
+  getReviewSlas,
+  listCases,
+} from "../cases/index.js";
+import { casesTagged, getTagOptions } from "../tags/index.js";
+import { getUsers } from "../users/index.js";
+import { getWorkflows } from "../workflows/index.js";
+
+export const ALL_PAGE_SIZE = 50;
+
+/** The query string of the "All cases" view, as the browser sends it. */
+export interface AllCasesQuery {
+  q?: string;
+  status?: string;
+  type?: string;
+  workflowId?: string;
+  decision?: string;
+  tag?: string;
+  assignee?: string;
+  from?: string;
+  to?: string;
+  amountMin?: string;
+  amountMax?: string;
+  cursor?: string;
+}
+
+/** The filters as the page shows them back (every one a string, empty when unset). */
+export type AllCasesForm = Required<Omit<AllCasesQuery, "cursor">>;
+
+export interface AllCasesRow extends CaseListRow {
+  /** When review is due (creation plus the type's deadline), for cases still awaiting one. */
+  dueAt: Date | null;
+  overdue: boolean;
+}
+
+export interface AllCasesPage {
+  form: AllCasesForm;
+  rows: AllCasesRow[];
+  nextCursor: string | null;
+  paged: boolean;
+  workflows: string[];
+  tags: string[];
+  users: Array<{ userId: string; name: string }>;
+  saved: Array<{ filterId: string; name: string; query: string; createdBy: string }>;
+  /** The view's query string without the page position: what "Save this filter" saves. */
+  query: string;
+}
+
+/** Statuses whose case still waits for an analyst or an outside answer: the ones a deadline applies to. */
+const AWAITING = new Set(["in_review", "waiting"]);
+
+function oneOf(value: string | undefined, allowed: readonly string[], what: string): string | undefined {
+  if (!value) return undefined;
+  if (!allowed.includes(value)) throw badRequest(`unknown ${what} "${value.slice(0, 100)}"`);
+  return value;
+}
+
+function day(value: string | undefined, what: string, next = false): Date | undefined {
+  if (!value) return undefined;
+  const at = /^\d{4}-\d\d-\d\d$/.test(value) ? new Date(`${value}T00:00:00Z`) : undefined;
+  if (!at || Number.isNaN(at.getTime())) throw badRequest(`${what} is not a date (YYYY-MM-DD)`);
+  return next ? new Date(at.getTime() + 86_400_000) : at;
+}
+
+function amount(value: string | undefined, what: string): number | undefined {
+  if (!value) return undefined;
+  if (!/^\d{1,15}(\.\d{1,6})?$/.test(value)) throw badRequest(`${what} is not an amount`);
+  return Number(value);
+}
+
+function encodeCursor(row: CaseListRow): string {
+  return Buffer.from(`${row.created_at.toISOString()}|${row.id}`).toString("base64url");
+}
+
+function decodeCursor(cursor: string): CaseKeyset {
+  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
+  const createdAt = at ? new Date(at) : undefined;
+  if (!createdAt || Number.isNaN(createdAt.getTime()) || !id || !isUuid(id)) {
+    throw badRequest("this page link is not one the console made");
+  }
+  return { createdAt, id };
+}
+
+/** The words of a search, each kept to letters and digits (what a name's words are made of). */
+export function searchWords(q: string): string[] {
+  return q
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean)
+    .slice(0, 8)
+    .map((w) => w.slice(0, 64));
+}
+
+const newestFirst = (a: CaseListRow, b: CaseListRow) =>
+  b.created_at.getTime() - a.created_at.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+
+/**
+ * Every case of the tenant, filtered and searched, newest first. A search runs one query per
+ * kind of match (case id, name words, customer id, and what features find: any identifier of an
+ * entity, through the console seam), each
+ * with the filters and the page position and each served by an index of its own, and merges
+ * them: the first page of the union is among the first pages of its parts.
+ */
+export async function allCases(
+  ctx: AppContext,
+  tenantId: string,
+  userId: string,
+  query: AllCasesQuery,
+): Promise<AllCasesPage> {
+  const q = (query.q ?? "").trim().slice(0, 200);
+  const assignee = query.assignee === "me" ? userId : query.assignee || undefined;
+  if (assignee && assignee !== "none" && !isUuid(assignee)) throw badRequest("unknown assignee");
+  const tag = query.tag?.slice(0, 64) || undefined;
+  const filters: CaseFilters = {
+    status: oneOf(query.status, CASE_STATUSES, "status"),
+    type: oneOf(query.type, CASE_TYPES, "case type"),
+    workflowId: query.workflowId?.slice(0, 200) || undefined,
+    decision: oneOf(query.decision, DECISION_VALUES, "decision"),
+    assignee,
+    createdFrom: day(query.from, "the first day"),
+    createdTo: day(query.to, "the last day", true),
+    amountMin: amount(query.amountMin, "the lowest amount"),
+    amountMax: amount(query.amountMax, "the highest amount"),
+    among: tag ? [casesTagged(ctx.db.root, tenantId, tag)] : [],
+  };
+  const position = query.cursor ? decodeCursor(query.cursor) : undefined;
+  const limit = ALL_PAGE_SIZE + 1;
+  const list = (f: CaseFilters) => listCases(ctx.db.root, tenantId, f, limit, position);
+
+  let found: Promise<CaseListRow[]>;
+  if (q === "") {
+    found = list(filters);
+  } else {
+    // A case id is not a name: its pieces would only make the name search slower.
+    const words = isUuid(q) ? [] : searchWords(q);
+    const parts = [
+      words.length > 0 ? list({ ...filters, nameWords: words }) : Promise.resolve([]),
+      list({ ...filters, customerId: q }),
+      // What features keep of cases (the entities' identifiers), each a query of its own.
+      ...ctx.console.sections.flatMap((s) =>
+        s.searchCases
+          ? [list({ ...filters, among: [...(filters.among ?? []), s.searchCases(ctx, tenantId, q)] })]
+          : [],
+      ),
+      isUuid(q) ? list({ ...filters, caseId: q.toLowerCase() }) : Promise.resolve([]),
+    ];
+    found = Promise.all(parts).then((lists) => {
+      const byId = new Map(lists.flat().map((r) => [r.id, r]));
+      return [...byId.values()].sort(newestFirst).slice(0, limit);
+    });
+  }
+  const [rows, slas, workflows, tags, users, saved] = await Promise.all([
+    found,
+    getReviewSlas(ctx, tenantId),
+    getWorkflows(ctx, tenantId),
+    getTagOptions(ctx, tenantId),
+    getUsers(ctx, tenantId),
+    getCaseFilters(ctx, tenantId),
+  ]);
+  const page = rows.slice(0, ALL_PAGE_SIZE);
+  const last = page.at(-1);
+  const now = Date.now();
+  const form: AllCasesForm = {
+    q,
+    status: filters.status ?? "",
+    type: filters.type ?? "",
+    workflowId: filters.workflowId ?? "",
+    decision: filters.decision ?? "",
+    tag: tag ?? "",
+    assignee: query.assignee === "me" ? "me" : (assignee ?? ""),
+    from: query.from ?? "",
+    to: query.to ?? "",
+    amountMin: query.amountMin ?? "",
+    amountMax: query.amountMax ?? "",
+  };
+  return {
+    form,
+    rows: page.map((row) => {
+      const hours = slas.get(row.type);
+      const dueAt =
+        hours !== undefined && AWAITING.has(row.status)
+          ? new Date(row.created_at.getTime() + hours * 3_600_000)
+          : null;
+      return { ...row, dueAt, overdue: dueAt !== null && dueAt.getTime() < now };
+    }),
+    nextCursor: rows.length > ALL_PAGE_SIZE && last ? encodeCursor(last) : null,
+    paged: position !== undefined,
+    workflows: workflows.map((w) => w.workflowId),
+    tags: tags.map((t) => t.tag),
+    users: users.map((u) => ({ userId: u.userId, name: u.name })),
+    saved: saved.map((s) => ({ filterId: s.id, name: s.name, query: s.query, createdBy: s.created_by })),
+    query: new URLSearchParams(Object.entries(form).filter(([, v]) => v !== "")).toString(),
+  };
+}

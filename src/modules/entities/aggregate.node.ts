@@ -1,0 +1,258 @@
+import { sql } from "kysely";
+import type { Tx } from "../../platform/db/index.js";
+import { CASE_TYPES, DECISION_VALUES } from "../case-model/index.js";
+import { describeEnd, fieldReferences, isJsonObject, type NodeType, schemaRef } from "../workflows/index.js";
+import { AGGREGATE_FUNCTIONS, type AggregateFunction, computeFigure, type Figure } from "./history.js";
+import { ENTITY_TYPES } from "./keys.js";
+
+// The `aggregate` node (contract section 7, "History"): figures over the tenant's past cases
+// linked to this case's entities, read by later nodes as `nodes.<id>.<name>`.
+
+/** At most this many figures per node. */
+export const MAX_FIGURES = 20;
+const FIGURE_NAME = "^[A-Za-z_][A-Za-z0-9_]{0,63}$";
+/** The shortest and longest windows, in milliseconds. */
+const MINUTE = 60_000;
+const WINDOW_MIN = MINUTE;
+const WINDOW_MAX = 400 * 24 * 60 * MINUTE;
+
+/**
+ * An ISO 8601 duration of weeks, days, hours, minutes and seconds (`PT1H`, `P7D`, `P1DT12H`) in
+ * milliseconds; undefined for anything else (months and years have no fixed length).
+ */
+export function parseWindow(window: string): number | undefined {
+  const m = /^P(?:(\d{1,4})W)?(?:(\d{1,5})D)?(?:T(?:(\d{1,6})H)?(?:(\d{1,7})M)?(?:(\d{1,9})S)?)?$/.exec(
+    window,
+  );
+  if (!m || window === "P" || window.endsWith("T")) return undefined;
+  const [w, d, h, min, s] = m.slice(1).map((part) => Number(part ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  return ((((w * 7 + d) * 24 + h) * 60 + min) * 60 + s) * 1000;
+}
+
+interface FigureDefinition {
+  function: AggregateFunction;
+  by: string;
+  window: string;
+  field?: "amount";
+  distinct?: string;
+  caseType?: string;
+  decision?: string;
+  tag?: string;
+}
+
+export interface AggregateNode {
+  id: string;
+  type: "aggregate";
+  next: string;
+  figures: Array<{ name: string; definition: FigureDefinition; figure: Figure }>;
+}
+
+const AMOUNT_FUNCTIONS: readonly string[] = ["sum", "avg", "min", "max"];
+
+/**
+ * How long one aggregate node's figures may take on PostgreSQL, together (decision 0021): past
+ * it the statements are cancelled, the step's transaction goes on from a savepoint, and the case
+ * fails with a clear error instead of holding a connection and a case lock.
+ */
+export const HISTORY_BUDGET_MS = 500;
+
+/** Runs the figures' statements under the budget; false when PostgreSQL cancelled them. */
+async function withinBudget(bounded: boolean, tx: Tx, run: () => Promise<void>): Promise<boolean> {
+  if (!bounded) {
+    await run();
+    return true;
+  }
+  await sql`SAVEPOINT aggregate_figures`.execute(tx);
+  const { rows } = await sql<{ previous: string }>`
+    SELECT current_setting('statement_timeout') AS previous,
+           set_config('statement_timeout', ${`${HISTORY_BUDGET_MS}ms`}, true) AS budget`.execute(tx);
+  const previous = rows[0]?.previous ?? "0";
+  let answered = true;
+  try {
+    await run();
+  } catch (err) {
+    // Any other error aborted the transaction: the step fails as a whole.
+    if ((err as { code?: string }).code !== "57014") throw err;
+    await sql`ROLLBACK TO SAVEPOINT aggregate_figures`.execute(tx);
+    answered = false;
+  }
+  await sql`SELECT set_config('statement_timeout', ${previous}, true)`.execute(tx);
+  await sql`RELEASE SAVEPOINT aggregate_figures`.execute(tx);
+  return answered;
+}
+
+export const aggregateNode: NodeType<AggregateNode> = {
+  type: "aggregate",
+  effects: "transaction",
+  definition: {
+    description:
+      "Figures over the tenant's past cases sharing an entity with this case (count, sums of amounts, distinct entities) in a time window, read as `nodes.<id>.<name>`.",
+    required: ["aggregates", "next"],
+    properties: {
+      aggregates: {
+        type: "object",
+        minProperties: 1,
+        maxProperties: MAX_FIGURES,
+        propertyNames: { pattern: FIGURE_NAME },
+        additionalProperties: {
+          type: "object",
+          additionalProperties: false,
+          required: ["function", "by", "window"],
+          properties: {
+            function: { enum: [...AGGREGATE_FUNCTIONS] },
+            by: { enum: [...ENTITY_TYPES] },
+            window: { type: "string", maxLength: 40, description: "ISO 8601 duration, PT1M to P400D" },
+            field: { const: "amount" },
+            distinct: { enum: [...ENTITY_TYPES] },
+            caseType: { enum: [...CASE_TYPES] },
+            decision: { enum: [...DECISION_VALUES] },
+            tag: { type: "string", minLength: 1, maxLength: 64 },
+          },
+        },
+      },
+      next: schemaRef("nodeRef"),
+    },
+  },
+  references: (node, at) => fieldReferences(node, at, ["next"]),
+  expressions: () => [],
+  check(node, at, problems) {
+    if (!isJsonObject(node.aggregates)) return;
+    for (const [name, figure] of Object.entries(node.aggregates)) {
+      if (!isJsonObject(figure)) continue;
+      const path = `${at}.aggregates.${name}`;
+      const fn = figure.function;
+      if (typeof figure.window === "string") {
+        const ms = parseWindow(figure.window);
+        if (ms === undefined) {
+          problems.push({
+            path: `${path}.window`,
+            message: "must be an ISO 8601 duration in weeks, days, hours, minutes or seconds (PT1H, P7D)",
+          });
+        } else if (ms < WINDOW_MIN || ms > WINDOW_MAX) {
+          problems.push({ path: `${path}.window`, message: "must be between PT1M and P400D" });
+        }
+      }
+      if (typeof fn === "string" && AMOUNT_FUNCTIONS.includes(fn) && figure.field === undefined) {
+        problems.push({ path: `${path}.field`, message: `is required with ${fn}: the field is "amount"` });
+      }
+      if (typeof fn === "string" && !AMOUNT_FUNCTIONS.includes(fn) && figure.field !== undefined) {
+        problems.push({ path: `${path}.field`, message: `is only for sum, avg, min and max, not ${fn}` });
+      }
+      if (fn === "countDistinct" && figure.distinct === undefined) {
+        problems.push({
+          path: `${path}.distinct`,
+          message: "is required with countDistinct: the entity type counted",
+        });
+      }
+      if (fn !== "countDistinct" && figure.distinct !== undefined) {
+        problems.push({ path: `${path}.distinct`, message: "is only for countDistinct" });
+      }
+    }
+  },
+  compile(node) {
+    const aggregates = node.aggregates as Record<string, FigureDefinition>;
+    return {
+      id: node.id,
+      type: "aggregate",
+      next: node.next as string,
+      figures: Object.entries(aggregates).map(([name, d]) => ({
+        name,
+        definition: d,
+        figure: {
+          function: d.function,
+          by: d.by,
+          windowMs: parseWindow(d.window) as number,
+          ...(d.distinct ? { distinct: d.distinct } : {}),
+          ...(d.caseType ? { caseType: d.caseType } : {}),
+          ...(d.decision ? { decision: d.decision } : {}),
+          ...(d.tag ? { tag: d.tag } : {}),
+        },
+      })),
+    };
+  },
+  async evaluate(node, { ctx, tx, case: kase }) {
+    const output: Record<string, number | null> = {};
+    const figures: Array<Record<string, unknown>> = [];
+    const answered = await withinBudget(ctx.db.kind === "postgres", tx, async () => {
+      for (const { name, definition, figure } of node.figures) {
+        const value = await computeFigure(tx, kase, figure);
+        Object.defineProperty(output, name, { value, enumerable: true, writable: true, configurable: true });
+        figures.push({ name, ...definition, value });
+      }
+    });
+    if (!answered) {
+      return {
+        kind: "fail",
+        message: `node ${node.id}: its figures took longer than ${HISTORY_BUDGET_MS} ms to compute; the case failed rather than hold up others`,
+        explain: { figures },
+      };
+    }
+    return { kind: "continue", next: node.next, output, explain: { figures } };
+  },
+  describe(entry) {
+    if (entry.status !== "completed") return describeEnd(entry);
+    const figures = Array.isArray(entry.figures) ? entry.figures.filter(isJsonObject) : [];
+    return [
+      ...figures.map(
+        (f) => `${f.name}: ${describeFigure(f as unknown as FigureDefinition & { value: unknown })}`,
+      ),
+      ...describeEnd(entry),
+    ];
+  },
+};
+
+const UNITS: Array<[number, string]> = [
+  [7 * 24 * 60 * MINUTE, "week"],
+  [24 * 60 * MINUTE, "day"],
+  [60 * MINUTE, "hour"],
+  [MINUTE, "minute"],
+  [1000, "second"],
+];
+
+/** `the last hour`, `the last 7 days`, `the last 90 minutes`. */
+export function windowInWords(window: string): string {
+  const ms = parseWindow(window);
+  if (ms === undefined) return window;
+  // Weeks only where the window was written in weeks: P7D reads "7 days".
+  for (const [size, unit] of UNITS.filter(([, unit]) => unit !== "week" || window.includes("W"))) {
+    if (ms % size === 0) {
+      const n = ms / size;
+      return n === 1 ? `the last ${unit}` : `the last ${n} ${unit}s`;
+    }
+  }
+  return window;
+}
+
+const plural = (n: unknown, one: string, many: string) => (n === 1 ? one : many);
+
+/** A figure in words: `14 cases of this customer in the last hour`. */
+export function describeFigure(f: FigureDefinition & { value: unknown }): string {
+  const of = `of this ${f.by.replaceAll("_", " ")}`;
+  const filters = [
+    f.caseType ? `${f.caseType} ` : "",
+    f.decision ? `${f.decision.replace("_", " ")} ` : "",
+  ].join("");
+  const tagged = f.tag ? ` tagged ${f.tag}` : "";
+  const when = windowInWords(f.window);
+  const cases = `${filters}cases ${of}${tagged} in ${when}`;
+  switch (f.function) {
+    case "count":
+      return `${f.value} ${filters}${plural(f.value, "case", "cases")} ${of}${tagged} in ${when}`;
+    case "countDistinct":
+      return `${f.value} distinct ${(f.distinct ?? "").replaceAll("_", " ")} ${plural(f.value, "value", "values")} on the ${cases}`;
+    case "sum":
+      return `${f.value} in total on the ${cases}`;
+    case "avg":
+      return f.value === null ? `no average: no ${cases}` : `${f.value} on average on the ${cases}`;
+    default:
+      return f.value === null
+        ? `no ${f.function}imum: no ${cases}`
+        : `${f.value} at the ${f.function === "min" ? "least" : "most"} on the ${cases}`;
+  }
+}

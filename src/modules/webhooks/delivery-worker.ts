@@ -1,0 +1,199 @@
+import type { BackgroundWorker } from "../../platform/app-types.js";
+import { Batcher } from "../../platform/batcher.js";
+import type { AppContext } from "../../platform/context.js";
+import { uuid } from "../../platform/crypto.js";
+import type { WorkerOptions } from "../../platform/jobs.js";
+import { jobRuns } from "../../platform/metrics.js";
+import {
+  type AttemptContext,
+  claimDeliveries,
+  type Outcome,
+  recordOutcomes,
+  renewClaims,
+} from "./deliveries.repo.js";
+import { attemptDelivery, backoffMs } from "./delivery-attempt.js";
+import { DeliveryGate } from "./delivery-gate.js";
+import { DELIVERIES_CHANNEL } from "./delivery-queue.js";
+
+/** Deliveries one claim takes at most. */
+export const CLAIM_BATCH = 64;
+
+/**
+ * The delivery worker (decision 0007): claims due deliveries from `webhook_deliveries` in batches,
+ * makes their attempts on slots of its own (`CDS_WEBHOOK_CONCURRENCY`), each endpoint in its lane,
+ * and writes the outcomes of the attempts that finish together in one statement. It wakes when an
+ * event's transaction commits (NOTIFY), when one of its own retries comes due, when a slot frees,
+ * and otherwise polls (`CDS_JOB_POLL_MS`) for the retries of other processes.
+ */
+export class DeliveryWorker implements BackgroundWorker {
+  readonly #ctx: AppContext;
+  readonly #concurrency: number;
+  readonly #leaseSeconds: number;
+  readonly #pollMs: number;
+  readonly #stopTimeoutMs: number;
+  readonly #gate: DeliveryGate;
+  /** Open entries of each live claim of this worker, whose leases it renews. */
+  readonly #claims = new Map<string, number>();
+  readonly #running = new Set<Promise<void>>();
+  readonly #outcomes: Batcher<Outcome, void>;
+  #stopped = true;
+  #wake: (() => void) | undefined;
+  #woken = false;
+  #loop: Promise<void> | undefined;
+  #renewal: NodeJS.Timeout | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
+  readonly #timers = new Set<NodeJS.Timeout>();
+
+  constructor(ctx: AppContext, options: WorkerOptions) {
+    this.#ctx = ctx;
+    this.#concurrency = ctx.config.webhookConcurrency;
+    this.#leaseSeconds = options.leaseSeconds;
+    this.#pollMs = options.pollMs;
+    this.#stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
+    this.#gate = new DeliveryGate({ perEndpoint: ctx.config.webhookEndpointConcurrency });
+    this.#outcomes = new Batcher(
+      (outcomes) => recordOutcomes(ctx.db.root, outcomes).then(() => outcomes.map(() => undefined)),
+      {
+        maxBatch: 256,
+        lanes: 1,
+      },
+    );
+  }
+
+  get runningCount(): number {
+    return this.#running.size;
+  }
+
+  async start(): Promise<void> {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#unlisten = await this.#ctx.db.listen(DELIVERIES_CHANNEL, () => this.#poke());
+    this.#renewal = setInterval(() => void this.#renew(), Math.max(100, (this.#leaseSeconds * 1000) / 3));
+    this.#loop = this.#run();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#poke();
+    await this.#loop;
+    // Attempts in flight finish and are recorded; past the timeout they are left to their leases.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(this.#running),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, this.#stopTimeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    clearInterval(this.#renewal);
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+    await this.#unlisten?.();
+  }
+
+  #poke(): void {
+    this.#woken = true;
+    this.#wake?.();
+  }
+
+  /** Wakes the loop when this worker's own retry comes due. */
+  #wakeIn(ms: number): void {
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      this.#poke();
+    }, ms + 5);
+    timer.unref();
+    this.#timers.add(timer);
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      const free = this.#concurrency - this.#running.size;
+      if (free > 0) {
+        this.#woken = false;
+        let claimed = 0;
+        try {
+          claimed = await this.#claim(Math.min(free, CLAIM_BATCH));
+        } catch (err) {
+          this.#ctx.log.error({ err }, "claiming webhook deliveries failed");
+        }
+        // A full batch: more are likely due. Woken meanwhile: something new is.
+        if ((claimed === Math.min(free, CLAIM_BATCH) && claimed > 0) || this.#woken) continue;
+      }
+      // With every slot busy, only a slot freeing (or stop) wakes the loop to claim again.
+      this.#woken = false;
+      if (this.#stopped) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.#pollMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  async #claim(limit: number): Promise<number> {
+    const claimId = uuid();
+    const claimed = await claimDeliveries(this.#ctx.db, claimId, limit, this.#leaseSeconds);
+    if (claimed.length === 0) return 0;
+    this.#claims.set(claimId, claimed.length);
+    for (const at of claimed) {
+      const run = this.#attempt(claimId, at);
+      this.#running.add(run);
+      void run.finally(() => {
+        this.#running.delete(run);
+        // A slot freed: a loop that slept on full slots claims again.
+        if (this.#running.size === this.#concurrency - 1) this.#poke();
+      });
+    }
+    return claimed.length;
+  }
+
+  async #attempt(claimId: string, at: AttemptContext): Promise<void> {
+    const started = performance.now();
+    let outcome: Omit<Outcome, "claimDone">;
+    try {
+      outcome = await attemptDelivery(this.#ctx, at, () => this.#gate.enter(at.tenant_id, at.webhook_key));
+    } catch (err) {
+      // Nothing was sent, or nothing is known of it: it counts as an attempt, and is retried.
+      this.#ctx.log.warn({ err, deliveryId: at.id }, "webhook attempt failed before its outcome was known");
+      const last = at.config !== null && at.attempt >= at.config.max_attempts;
+      outcome = {
+        tenantId: at.tenant_id,
+        deliveryId: at.id,
+        turn: at.turn,
+        status: last ? "failed" : "pending",
+        attemptCount: at.attempt,
+        sent: null,
+        lastError: err instanceof Error ? err.message : String(err),
+        retryInMs: last ? null : backoffMs(at.attempt),
+        failures: [],
+      };
+    }
+    const open = (this.#claims.get(claimId) ?? 1) - 1;
+    if (open === 0) this.#claims.delete(claimId);
+    else this.#claims.set(claimId, open);
+    try {
+      await this.#outcomes.add({ ...outcome, claimDone: open === 0 ? claimId : null });
+      jobRuns.observe(
+        { kind: "webhooks.deliver", outcome: outcome.status === "failed" ? "failed" : "done" },
+        (performance.now() - started) / 1000,
+      );
+      if (outcome.retryInMs !== null) this.#wakeIn(outcome.retryInMs);
+    } catch (err) {
+      // The claim's lease runs out: the attempt counts as interrupted and the delivery comes back.
+      this.#ctx.log.error({ err, deliveryId: at.id }, "recording a webhook attempt failed");
+    }
+  }
+
+  async #renew(): Promise<void> {
+    try {
+      await renewClaims(this.#ctx.db.root, [...this.#claims.keys()], this.#leaseSeconds);
+    } catch (err) {
+      this.#ctx.log.warn({ err }, "renewing webhook claims failed");
+    }
+  }
+}

@@ -1,0 +1,473 @@
+import fs from "node:fs";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describeFigure, HISTORY_BUDGET_MS, parseWindow } from "../src/modules/entities/aggregate.node.js";
+import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
+import { createTestApp, type TestApp } from "./support/app.js";
+import { runCds } from "./support/cli.js";
+import { adminHeaders, createPartner, enableTags, type Partner } from "./support/fixtures.js";
+import { createWorkflow, waitForCase } from "./support/workflows.js";
+
+let h: TestApp;
+let url: string;
+beforeAll(async () => {
+  h = await createTestApp();
+  await h.startWorker();
+  url = await h.app.listen({ port: 0, host: "127.0.0.1" });
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const HOUR = 3_600_000;
+/** Every case of these tests happens around this moment, whatever the clock says. */
+const T = Date.parse("2026-06-01T12:00:00.000Z");
+const at = (offsetMs: number) => new Date(T + offsetMs).toISOString();
+
+/** An aggregate node with these figures, then a decision: over 1000 in review, else approved. */
+function velocity(aggregates: Record<string, Record<string, unknown>>): WorkflowDefinition {
+  return {
+    inputSchema: { type: "object" },
+    start: "velocity",
+    nodes: [
+      { id: "velocity", type: "aggregate", next: "screen", aggregates },
+      {
+        id: "screen",
+        type: "rules",
+        rules: [{ when: "double(subject.transaction.amount) > 1000.0", next: "review" }],
+        default: "approve",
+      },
+      { id: "approve", type: "decision", decision: "approved" },
+      { id: "review", type: "decision", decision: "in_review" },
+    ],
+  };
+}
+
+interface Payment {
+  customer: string;
+  amount: number;
+  time: number;
+  currency?: string;
+  iban?: string;
+  type?: "Transaction" | "KYC";
+}
+
+function submission(p: Payment) {
+  if (p.type === "KYC") {
+    return {
+      type: "KYC",
+      eventTimestamp: at(p.time),
+      payload: {},
+      subject: {
+        person: { firstName: "A", identifiers: [{ type: "external_customer_id", value: p.customer }] },
+      },
+    };
+  }
+  return {
+    type: "Transaction",
+    eventTimestamp: at(p.time),
+    payload: {},
+    subject: {
+      transaction: {
+        amount: p.amount,
+        currency: p.currency ?? "EUR",
+        parties: [
+          { role: "sender", identifiers: [{ type: "external_customer_id", value: p.customer }] },
+          ...(p.iban ? [{ role: "receiver", identifiers: [{ type: "iban", value: p.iban }] }] : []),
+        ],
+      },
+    },
+  };
+}
+
+async function submit(partner: Partner, p: Payment): Promise<string> {
+  const res = await h.app.inject({
+    method: "POST",
+    url: "/cases",
+    headers: partner.headers,
+    payload: { workflowId: "velocity", ...submission(p) },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  const caseId = res.json().caseId as string;
+  await waitForCase(h.app, partner.headers, caseId);
+  return caseId;
+}
+
+/** The figures the case's aggregate node computed, from its trace. */
+async function figuresOf(caseId: string): Promise<Record<string, number | null>> {
+  const res = await h.app.inject({ url: `/admin/cases/${caseId}`, headers: adminHeaders });
+  expect(res.statusCode, res.body).toBe(200);
+  const entry = res.json().trace.find((e: { nodeId: string }) => e.nodeId === "velocity");
+  expect(entry?.status, JSON.stringify(entry)).toBe("completed");
+  return entry.output;
+}
+
+async function partnerWith(aggregates: Record<string, Record<string, unknown>>): Promise<Partner> {
+  const partner = await createPartner(h.app);
+  await createWorkflow(h.app, partner.tenantId, "velocity", velocity(aggregates));
+  return partner;
+}
+
+describe("the aggregate node", () => {
+  it("counts, sums, averages and bounds the customer's other cases in the window ending at the case's own time", async () => {
+    const partner = await partnerWith({
+      n1h: { function: "count", by: "customer", window: "PT1H" },
+      n1d: { function: "count", by: "customer", window: "P1D" },
+      sum1d: { function: "sum", field: "amount", by: "customer", window: "P1D" },
+      avg1d: { function: "avg", field: "amount", by: "customer", window: "P1D" },
+      min1d: { function: "min", field: "amount", by: "customer", window: "P1D" },
+      max1d: { function: "max", field: "amount", by: "customer", window: "P1D" },
+      other: { function: "count", by: "iban", window: "P1D" },
+    });
+    await submit(partner, { customer: "c1", amount: 100, time: -25 * HOUR }); // before the day
+    await submit(partner, { customer: "c1", amount: 200, time: -2 * HOUR });
+    await submit(partner, { customer: "c1", amount: 300, time: -30 * 60_000 });
+    await submit(partner, { customer: "c1", amount: 50, time: -HOUR / 6, currency: "USD" }); // another currency
+    await submit(partner, { customer: "c1", amount: 900, time: 5 * 60_000 }); // after the case's time
+    await submit(partner, { customer: "c2", amount: 700, time: -60_000 }); // another customer
+    const probe = await submit(partner, { customer: "c1", amount: 10, time: 0 });
+    expect(await figuresOf(probe)).toEqual({
+      n1h: 2, // 30 min and 10 min before (the USD one counts: count reads no amount)
+      n1d: 3,
+      sum1d: 500, // EUR only
+      avg1d: 250,
+      min1d: 200,
+      max1d: 300,
+      other: 0, // the case has no IBAN
+    });
+  });
+
+  it("answers 0 for count and sum, null for avg, min and max, over nothing", async () => {
+    const partner = await partnerWith({
+      n: { function: "count", by: "customer", window: "PT1H" },
+      s: { function: "sum", field: "amount", by: "customer", window: "PT1H" },
+      a: { function: "avg", field: "amount", by: "customer", window: "PT1H" },
+      lo: { function: "min", field: "amount", by: "customer", window: "PT1H" },
+      hi: { function: "max", field: "amount", by: "customer", window: "PT1H" },
+      d: { function: "countDistinct", distinct: "iban", by: "customer", window: "PT1H" },
+    });
+    const first = await submit(partner, { customer: "lonely", amount: 10, time: 0 });
+    expect(await figuresOf(first)).toEqual({ n: 0, s: 0, a: null, lo: null, hi: null, d: 0 });
+  });
+
+  it("filters by case type, current decision and tag, and counts distinct entities", async () => {
+    const partner = await partnerWith({
+      tx: { function: "count", by: "customer", window: "P1D", caseType: "Transaction" },
+      all: { function: "count", by: "customer", window: "P1D" },
+      reviewed: { function: "count", by: "customer", window: "P1D", decision: "in_review" },
+      approvedSum: { function: "sum", field: "amount", by: "customer", window: "P1D", decision: "approved" },
+      tagged: { function: "count", by: "customer", window: "P1D", tag: "fraud_confirmed" },
+      ibans: { function: "countDistinct", distinct: "iban", by: "customer", window: "P1D" },
+      users: { function: "countDistinct", distinct: "customer", by: "iban", window: "P1D" },
+      ibanTx: { function: "max", field: "amount", by: "iban", window: "P1D", caseType: "Transaction" },
+    });
+    await enableTags(h.app, partner.tenantId, "fraud_confirmed");
+    await submit(partner, {
+      customer: "f1",
+      amount: 2000,
+      time: -3 * HOUR,
+      iban: "DE89 3704 0044 0532 0130 00",
+    });
+    const tagged = await submit(partner, {
+      customer: "f1",
+      amount: 40,
+      time: -2 * HOUR,
+      iban: "DE89370400440532013000",
+    });
+    await submit(partner, { customer: "f1", amount: 60, time: -HOUR, iban: "GB29NWBK60161331926819" });
+    await submit(partner, { customer: "f1", amount: 0, time: -HOUR / 2, type: "KYC" });
+    await submit(partner, { customer: "f2", amount: 5, time: -HOUR / 3, iban: "DE89370400440532013000" });
+    const tag = await h.app.inject({
+      method: "POST",
+      url: `/cases/${tagged}/tags`,
+      headers: partner.headers,
+      payload: { tag: "fraud_confirmed" },
+    });
+    expect(tag.statusCode, tag.body).toBeLessThan(300);
+    const probe = await submit(partner, {
+      customer: "f1",
+      amount: 1,
+      time: 0,
+      iban: "de89370400440532013000",
+    });
+    expect(await figuresOf(probe)).toEqual({
+      tx: 3,
+      all: 4,
+      reviewed: 1,
+      approvedSum: 100,
+      tagged: 1,
+      ibans: 2,
+      users: 2, // f1 and f2 paid the IBAN
+      ibanTx: 2000,
+    });
+  });
+
+  it("counts a case once when it shares several entities of the type with this one", async () => {
+    const partner = await partnerWith({
+      n: { function: "count", by: "iban", window: "P1D" },
+      s: { function: "sum", field: "amount", by: "iban", window: "P1D" },
+    });
+    const twoIbans = (customer: string, amount: number, time: number) => ({
+      workflowId: "velocity",
+      type: "Transaction",
+      eventTimestamp: at(time),
+      payload: {},
+      subject: {
+        transaction: {
+          amount,
+          currency: "EUR",
+          parties: [
+            {
+              role: "sender",
+              identifiers: [
+                { type: "external_customer_id", value: customer },
+                { type: "iban", value: "NL91ABNA0417164300" },
+              ],
+            },
+            { role: "receiver", identifiers: [{ type: "iban", value: "BE68539007547034" }] },
+          ],
+        },
+      },
+    });
+    for (const [customer, amount, time] of [
+      ["a", 10, -HOUR],
+      ["b", 20, -1],
+    ] as const) {
+      const res = await h.app.inject({
+        method: "POST",
+        url: "/cases",
+        headers: partner.headers,
+        payload: twoIbans(customer, amount, time),
+      });
+      await waitForCase(h.app, partner.headers, res.json().caseId);
+    }
+    const res = await h.app.inject({
+      method: "POST",
+      url: "/cases",
+      headers: partner.headers,
+      payload: twoIbans("c", 1, 0),
+    });
+    await waitForCase(h.app, partner.headers, res.json().caseId);
+    expect(await figuresOf(res.json().caseId)).toEqual({ n: 2, s: 30 });
+  });
+
+  it("keeps each tenant's history to itself", async () => {
+    const figures = { n: { function: "count", by: "customer", window: "P1D" } };
+    const one = await partnerWith(figures);
+    const two = await partnerWith(figures);
+    await submit(one, { customer: "shared-id", amount: 1, time: -HOUR });
+    const probe = await submit(two, { customer: "shared-id", amount: 1, time: 0 });
+    expect(await figuresOf(probe)).toEqual({ n: 0 });
+  });
+
+  it("lets a dry run count the real history, and never counts a dry run", async () => {
+    const partner = await partnerWith({ n: { function: "count", by: "customer", window: "P1D" } });
+    await submit(partner, { customer: "d1", amount: 1, time: -HOUR });
+    const dryRun = async () => {
+      const res = await h.app.inject({
+        method: "POST",
+        url: `/admin/tenants/${partner.tenantId}/workflows/velocity/versions/1/dry-run?wait=true`,
+        headers: adminHeaders,
+        payload: submission({ customer: "d1", amount: 1, time: 0 }),
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      return res.json().trace.find((e: { nodeId: string }) => e.nodeId === "velocity").output;
+    };
+    expect(await dryRun()).toEqual({ n: 1 });
+    expect(await dryRun()).toEqual({ n: 1 });
+    const real = await submit(partner, { customer: "d1", amount: 1, time: HOUR });
+    expect(await figuresOf(real)).toEqual({ n: 1 });
+  });
+
+  it("shows its figures in the trace and in words in `cds case show`", async () => {
+    const partner = await partnerWith({
+      tx_1h: { function: "count", by: "customer", window: "PT1H" },
+      amount_7d: { function: "sum", field: "amount", by: "customer", window: "P7D" },
+    });
+    for (const minutes of [50, 40, 30])
+      await submit(partner, { customer: "w1", amount: 100, time: -minutes * 60_000 });
+    const probe = await submit(partner, { customer: "w1", amount: 100, time: 0 });
+    const res = await h.app.inject({ url: `/admin/cases/${probe}`, headers: adminHeaders });
+    const entry = res.json().trace.find((e: { nodeId: string }) => e.nodeId === "velocity");
+    expect(entry.figures).toEqual([
+      { name: "tx_1h", function: "count", by: "customer", window: "PT1H", value: 3 },
+      { name: "amount_7d", function: "sum", field: "amount", by: "customer", window: "P7D", value: 300 },
+    ]);
+    const shown = await runCds(url, "case", "show", "--case", probe);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain("tx_1h: 3 cases of this customer in the last hour");
+    expect(shown.stdout).toContain(
+      "amount_7d: 300 in total on the cases of this customer in the last 7 days",
+    );
+  });
+});
+
+describe.skipIf(!process.env.DATABASE_URL)("the history budget on PostgreSQL", () => {
+  it("fails the case with a clear error when its figures cannot be had in time, and the engine goes on", async () => {
+    const partner = await partnerWith({ n: { function: "count", by: "customer", window: "P1D" } });
+    // Another session holds the links table: the figures' statement waits past the budget.
+    const blocker = new pg.Client({ connectionString: h.database.url });
+    await blocker.connect();
+    try {
+      await blocker.query("BEGIN");
+      await blocker.query("LOCK TABLE case_entities IN ACCESS EXCLUSIVE MODE");
+      const res = await h.app.inject({
+        method: "POST",
+        url: `/admin/tenants/${partner.tenantId}/workflows/velocity/versions/1/dry-run?wait=true`,
+        headers: adminHeaders,
+        payload: submission({ customer: "slow", amount: 1, time: 0 }),
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      expect(res.json().status).toBe("failed");
+      const entry = res.json().trace.find((e: { nodeId: string }) => e.nodeId === "velocity");
+      expect(entry.error.message).toContain(`longer than ${HISTORY_BUDGET_MS} ms`);
+    } finally {
+      await blocker.query("ROLLBACK");
+      await blocker.end();
+    }
+    // The same process decides the next case as usual.
+    const next = await submit(partner, { customer: "slow", amount: 1, time: 0 });
+    expect(await figuresOf(next)).toEqual({ n: 0 });
+  });
+});
+
+/** The JSON block that follows `<!-- example: name -->` in docs/workflows.md. */
+function docExample(name: string): WorkflowDefinition {
+  const doc = fs.readFileSync(new URL("../docs/workflows.md", import.meta.url), "utf8");
+  const match = new RegExp(`<!-- example: ${name} -->\\n\`\`\`json\\n([\\s\\S]*?)\\n\`\`\``).exec(doc);
+  if (!match?.[1]) throw new Error(`docs/workflows.md has no example ${name}`);
+  return JSON.parse(match[1]);
+}
+
+describe("the velocity example of docs/workflows.md", () => {
+  it("approves a first payment, reviews the tenth in an hour, declines a blocked IBAN written another way", async () => {
+    const partner = await createPartner(h.app);
+    const lists = `/admin/tenants/${partner.tenantId}/lists/blocked_ibans`;
+    const created = await h.app.inject({
+      method: "PUT",
+      url: lists,
+      headers: adminHeaders,
+      payload: { normalize: "iban" },
+    });
+    expect(created.statusCode, created.body).toBe(200);
+    const added = await h.app.inject({
+      method: "POST",
+      url: `${lists}/values`,
+      headers: adminHeaders,
+      payload: { add: ["GB29 NWBK 6016 1331 9268 19"] },
+    });
+    expect(added.statusCode, added.body).toBe(200);
+    await createWorkflow(h.app, partner.tenantId, "velocity", docExample("velocity"));
+    const decisionOf = async (p: Payment) => {
+      const caseId = await submit(partner, p);
+      const res = await h.app.inject({ url: `/admin/cases/${caseId}`, headers: adminHeaders });
+      const body = res.json();
+      return (body.result?.decision?.value ?? `${body.status}: ${JSON.stringify(body.trace)}`) as string;
+    };
+    expect(
+      await decisionOf({ customer: "v1", amount: 20, time: -50 * 60_000, iban: "DE89370400440532013000" }),
+    ).toBe("approved");
+    for (let i = 1; i < 10; i++) {
+      expect(await decisionOf({ customer: "v1", amount: 20, time: -50 * 60_000 + i * 60_000 })).toBe(
+        "approved",
+      );
+    }
+    expect(await decisionOf({ customer: "v1", amount: 20, time: 0 })).toBe("in_review");
+    expect(await decisionOf({ customer: "v2", amount: 20, time: 0, iban: "gb29nwbk60161331926819" })).toBe(
+      "declined",
+    );
+    expect(await decisionOf({ customer: "v3", amount: 9_999, time: -HOUR * 48 })).toBe("approved");
+    expect(await decisionOf({ customer: "v3", amount: 2, time: 0 })).toBe("in_review");
+  });
+});
+
+describe("aggregate definitions", () => {
+  it("reads windows in weeks, days, hours, minutes and seconds, and nothing else", () => {
+    expect(parseWindow("PT1H")).toBe(HOUR);
+    expect(parseWindow("P7D")).toBe(7 * 24 * HOUR);
+    expect(parseWindow("P1W")).toBe(7 * 24 * HOUR);
+    expect(parseWindow("P1DT12H")).toBe(36 * HOUR);
+    for (const bad of ["P1M", "P1Y", "1H", "P", "PT", "PT1.5H", ""])
+      expect(parseWindow(bad), bad).toBeUndefined();
+    expect(describeFigure({ function: "count", by: "customer", window: "PT1H", value: 14 })).toBe(
+      "14 cases of this customer in the last hour",
+    );
+    expect(
+      describeFigure({
+        function: "countDistinct",
+        by: "iban",
+        distinct: "customer",
+        window: "P30D",
+        value: 40,
+      }),
+    ).toBe("40 distinct customer values on the cases of this iban in the last 30 days");
+  });
+
+  it("refuses every invalid figure at creation with 400 at its path", async () => {
+    const partner = await createPartner(h.app);
+    const refused = async (aggregates: unknown, path: string, message: RegExp) => {
+      const res = await h.app.inject({
+        method: "POST",
+        url: `/admin/tenants/${partner.tenantId}/workflows/bad/versions`,
+        headers: adminHeaders,
+        payload: velocity(aggregates as Record<string, Record<string, unknown>>),
+      });
+      expect(res.statusCode, res.body).toBe(400);
+      const details = res.json().details as Array<{ path: string; message: string }>;
+      expect(
+        details.some((d) => d.path.startsWith(path) && message.test(d.message)),
+        res.body,
+      ).toBe(true);
+    };
+    const at = "nodes[0].aggregates";
+    await refused(
+      { s: { function: "sum", by: "customer", window: "P1D" } },
+      `${at}.s.field`,
+      /required with sum/,
+    );
+    await refused(
+      { c: { function: "count", field: "amount", by: "customer", window: "P1D" } },
+      `${at}.c.field`,
+      /only for sum/,
+    );
+    await refused(
+      { d: { function: "countDistinct", by: "customer", window: "P1D" } },
+      `${at}.d.distinct`,
+      /required/,
+    );
+    await refused(
+      { d: { function: "count", distinct: "iban", by: "customer", window: "P1D" } },
+      `${at}.d.distinct`,
+      /only for countDistinct/,
+    );
+    await refused({ w: { function: "count", by: "customer", window: "P1M" } }, `${at}.w.window`, /ISO 8601/);
+    await refused(
+      { w: { function: "count", by: "customer", window: "PT30S" } },
+      `${at}.w.window`,
+      /PT1M and P400D/,
+    );
+    await refused(
+      { w: { function: "count", by: "customer", window: "P401D" } },
+      `${at}.w.window`,
+      /PT1M and P400D/,
+    );
+    await refused({ f: { function: "median", by: "customer", window: "P1D" } }, `${at}`, /./);
+    await refused({ b: { function: "count", by: "shoe_size", window: "P1D" } }, `${at}`, /./);
+    await refused(
+      { t: { function: "count", by: "customer", window: "P1D", caseType: "Loan" } },
+      `${at}`,
+      /./,
+    );
+    await refused(
+      { t: { function: "count", by: "customer", window: "P1D", decision: "maybe" } },
+      `${at}`,
+      /./,
+    );
+    await refused({ "bad-name": { function: "count", by: "customer", window: "P1D" } }, `${at}`, /./);
+    await refused({}, "nodes[0].aggregates", /./);
+    const many = Object.fromEntries(
+      Array.from({ length: 21 }, (_, i) => [`f${i}`, { function: "count", by: "customer", window: "P1D" }]),
+    );
+    await refused(many, "nodes[0].aggregates", /./);
+  });
+});
