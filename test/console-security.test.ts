@@ -202,6 +202,13 @@ describe("what is not a form", () => {
     }
   });
 
+  it("an asset named like an object's own property (__proto__, constructor) is 404", async () => {
+    for (const name of ["__proto__", "constructor", "toString"]) {
+      const res = await h.app.inject({ url: `/console/assets/${name}` });
+      expect(res.statusCode, name).toBe(404);
+    }
+  });
+
   it("a refused upload slot answers its 4xx as JSON with a code", async () => {
     const partner = await createPartner(h.app);
     const ownCase = await createStoredCase(h.ctx, partner.tenantId, "in_review");

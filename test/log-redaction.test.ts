@@ -169,3 +169,71 @@ describe("personal data in logs", () => {
     expectNoMarker();
   });
 });
+
+describe("secret path segments in logs", () => {
+  it("no callback ref the service minted, nor a handle or vendor token in a path, reaches the log", async () => {
+    await createWorkflow(app, partner.tenantId, "callback", {
+      inputSchema: { type: "object" },
+      start: "verify",
+      nodes: [
+        {
+          id: "verify",
+          type: "external_callback",
+          webhookKey: "idv",
+          payload: {},
+          expiresInSeconds: 3600,
+          next: "ok",
+        },
+        { id: "ok", type: "decision", decision: "approved" },
+      ],
+    });
+    const refs: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await app.inject({
+        method: "POST",
+        url: "/cases",
+        headers: partner.headers,
+        payload: { workflowId: "callback", type: "KYC", payload: {}, subject: kycSubject },
+      });
+      const caseId = res.json().caseId as string;
+      await waitForCase(app, partner.headers, caseId, (c) => c.status === "waiting");
+      const dispatch = await ctx.db.root
+        .selectFrom("events")
+        .select("payload")
+        .where("case_id", "=", caseId)
+        .where("event_type", "=", "external_callback.dispatch")
+        .executeTakeFirstOrThrow();
+      const path = new URL((dispatch.payload as { callbackUrl: string }).callbackUrl).pathname;
+      refs.push(path.split("/").at(-1) as string);
+      // A refused body first (400), then the real result (202), then again (409): three logged requests.
+      for (const payload of [{ nope: 1 }, { result: "clear" }, { result: "clear" }]) {
+        await app.inject({ method: "POST", url: path, headers: partner.headers, payload });
+      }
+      await waitForCase(app, partner.headers, caseId, (c) => c.status === "decided");
+    }
+    // Handles and vendor tokens in paths, with the shapes the service mints, to routes that refuse them.
+    const guessed = [
+      crypto.randomUUID(),
+      crypto.randomUUID(),
+      `tok${crypto.randomUUID().replaceAll("-", "")}`,
+    ];
+    await app.inject({
+      method: "POST",
+      url: `/pending/${guessed[0]}/actions/refresh`,
+      headers: partner.headers,
+    });
+    await app.inject({
+      method: "POST",
+      url: `/pending/${guessed[1]}/actions/x?y=1`,
+      headers: partner.headers,
+    });
+    await app.inject({ method: "POST", url: `/providers/sumsub/webhooks/${guessed[2]}`, payload: {} });
+    const log = lines.join("");
+    // The requests were logged (with their paths), only without the secrets.
+    expect(log).toContain("/callbacks/…");
+    expect(log).toContain("/pending/…/actions/refresh");
+    expect(log).toContain("/providers/sumsub/webhooks/…");
+    expect(refs).toHaveLength(5);
+    for (const secret of [...refs, ...guessed]) expect(log, secret).not.toContain(secret);
+  });
+});

@@ -31,7 +31,12 @@ beforeAll(async () => {
       done();
     },
   });
-  const ctx: AppContext = { ...h.ctx, log: createLogger("trace", sink) };
+  // At trace, every request is logged with its path too.
+  const ctx: AppContext = {
+    ...h.ctx,
+    config: { ...h.ctx.config, logLevel: "trace" },
+    log: createLogger("trace", sink),
+  };
   app = await buildApp(ctx);
   const url = await app.listen({ port: 0, host: "127.0.0.1" });
   worker = await startWorker(ctx);
@@ -47,7 +52,8 @@ afterAll(async () => {
 describe("logs of the provider flow", () => {
   it("never carry credentials, tokens, links or the customer's personal data, failures included", async () => {
     const partner = await createPartner(app);
-    await rig.configure(app, partner.tenantId);
+    const { inboundWebhookUrl } = await rig.configure(app, partner.tenantId);
+    const inboundToken = new URL(inboundWebhookUrl).pathname.split("/").at(-1) as string;
     await createWorkflow(app, partner.tenantId, "kyc", {
       inputSchema: { type: "object" },
       start: "idv",
@@ -110,10 +116,15 @@ describe("logs of the provider flow", () => {
     const all = lines.join("");
     expect(all).toContain("vendor call failed");
     expect(all).toContain("vendor event received");
+    // The handle and the inbound token were in logged paths, and are hidden there.
+    expect(all).toContain("/pending/…/actions/refresh_sdk_token");
+    expect(all).toContain("/providers/sumsub/webhooks/…");
     for (const secret of [
       SUMSUB_CREDENTIALS.appToken,
       SUMSUB_CREDENTIALS.secretKey,
       SUMSUB_WEBHOOK_SECRET,
+      handle,
+      inboundToken,
       output.sdk_token as string,
       output.verification_url as string,
       refreshed.json().output.sdk_token as string,

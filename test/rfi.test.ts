@@ -3,6 +3,7 @@ import { runCli } from "../src/main.js";
 import { NodeRfiError, raiseRfiFromNode } from "../src/modules/rfi/rfi.node.js";
 import { listCaseInformationRequests } from "../src/modules/rfi/rfi.service.js";
 import { ADMIN_TOKEN, createTestApp, type TestApp } from "./support/app.js";
+import { signedIn } from "./support/console.js";
 import { adminHeaders, createPartner, createStoredCase, type Partner } from "./support/fixtures.js";
 import { answerRfi, eventsOf, mintSlot, raiseRfi, setCase, uploadDocument, waitFor } from "./support/rfi.js";
 import { securityTests } from "./support/security.js";
@@ -563,5 +564,63 @@ describe("cds rfi", () => {
     expect((await getRfi(partner, caseId, rfiId)).json().answer.fields).toEqual([
       { key: "phone_verified", value: "yes", label: null },
     ]);
+  });
+});
+
+describe("limits on a case's information requests", () => {
+  it("at most 20 pending at once, even raised all together: the 21st is 409 rfi_limit_reached", async () => {
+    const partner = await createPartner(h.app);
+    const caseId = await createStoredCase(h.ctx, partner.tenantId, "in_review");
+    const raises = await Promise.all(
+      Array.from({ length: 25 }, (_, i) =>
+        h.app.inject({
+          method: "POST",
+          url: `/cases/${caseId}/rfi`,
+          headers: partner.headers,
+          payload: { to: "ada@example.com", subject: `Request ${i}`, body: "Please send a bill." },
+        }),
+      ),
+    );
+    const created = raises.filter((r) => r.statusCode === 201);
+    const refused = raises.filter((r) => r.statusCode === 409);
+    expect(created).toHaveLength(20);
+    expect(refused).toHaveLength(5);
+    expect(refused[0]?.json()).toMatchObject({ error: "rfi_limit_reached" });
+    // Cancelling one frees a place.
+    const cancel = await h.app.inject({
+      method: "POST",
+      url: `/admin/cases/${caseId}/rfi/${created[0]?.json().rfiId}/cancel`,
+      headers: adminHeaders,
+    });
+    expect(cancel.statusCode, cancel.body).toBe(200);
+    expect((await raiseRfi(h.app, partner, caseId)).rfiId).toBeTruthy();
+  });
+
+  it("a case record shows the 50 most recent requests; the list endpoint shows every one", async () => {
+    const partner = await createPartner(h.app);
+    const caseId = await createStoredCase(h.ctx, partner.tenantId, "in_review");
+    const raised: string[] = [];
+    for (let i = 0; i < 55; i++) {
+      const { rfiId } = await raiseRfi(h.app, partner, caseId, { subject: `Request ${i}` });
+      raised.push(rfiId);
+      const cancel = await h.app.inject({
+        method: "POST",
+        url: `/admin/cases/${caseId}/rfi/${rfiId}/cancel`,
+        headers: adminHeaders,
+      });
+      expect(cancel.statusCode, cancel.body).toBe(200);
+    }
+    const record = await h.app.inject({ url: `/cases/${caseId}`, headers: partner.headers });
+    expect(record.statusCode).toBe(200);
+    const shown = (record.json().informationRequests as { rfiId: string }[]).map((r) => r.rfiId);
+    expect(shown).toEqual(raised.slice(5));
+    const list = await h.app.inject({ url: `/cases/${caseId}/rfi`, headers: partner.headers });
+    expect((list.json().informationRequests as { rfiId: string }[]).map((r) => r.rfiId)).toEqual(raised);
+    const { browser } = await signedIn(h.app, partner.tenantId, "viewer");
+    const page = await browser.get(`/console/cases/${caseId}`);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain("Only the 50 most recent requests are shown.");
+    expect(page.body).not.toContain("Request 4<");
+    expect(page.body).toContain("Request 54");
   });
 });

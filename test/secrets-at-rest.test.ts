@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -7,6 +8,7 @@ import { ConfigError, loadConfig } from "../src/config.js";
 import { emitEvent } from "../src/modules/webhooks/events.js";
 import { sealStoredWebhookSecrets } from "../src/modules/webhooks/index.js";
 import { openSecrets } from "../src/modules/webhooks/webhook-secrets.js";
+import { SIGNING_KEY_NAME, signTarget } from "../src/platform/blobs/upload-signature.js";
 import {
   createSecretBox,
   ensureStoredSecretKey,
@@ -18,6 +20,7 @@ import { startWorker } from "../src/worker.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { createStoredCase, createTenant } from "./support/fixtures.js";
 import { Receiver, TEST_WEBHOOK_SECRET } from "./support/receiver.js";
+import { injectPut, mintSlot, openRequest } from "./support/rfi.js";
 
 const KEY_HEX = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
@@ -137,5 +140,45 @@ describe("webhook signing secrets stored before sealing", () => {
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe("the upload URL signing key stored before sealing", () => {
+  let h: TestApp;
+  beforeAll(async () => {
+    h = await createTestApp();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("is sealed when first read, and URLs signed with it still upload", async () => {
+    const plain = randomBytes(32).toString("base64url");
+    // The row as the service stored it before the key was sealed.
+    await h.ctx.db.root
+      .insertInto("service_secrets")
+      .values({ name: SIGNING_KEY_NAME, value: plain })
+      .execute();
+    const { partner, caseId, rfiId } = await openRequest(h.app, h.ctx);
+    const bytes = Buffer.from("%PDF-");
+    const minted = await mintSlot(h.app, partner, caseId, rfiId, { sizeBytes: bytes.length });
+    expect(minted.statusCode, minted.body).toBe(201);
+    const row = await h.ctx.db.root
+      .selectFrom("service_secrets")
+      .select("value")
+      .where("name", "=", SIGNING_KEY_NAME)
+      .executeTakeFirstOrThrow();
+    expect(row.value).not.toContain(plain);
+    expect(row.value.startsWith(`v1.${secretBoxOf(h.ctx.config).keyId}.`)).toBe(true);
+    // The URL is signed with the key as it was: the upload goes through.
+    const url = new URL(minted.json().uploadUrl);
+    const signed = signTarget(Buffer.from(plain, "base64url"), {
+      key: url.pathname.replace(/^\/uploads\//, ""),
+      contentType: "application/pdf",
+      sizeBytes: bytes.length,
+      expiresAt: new Date(Number(url.searchParams.get("expires")) * 1000),
+    });
+    expect(url.searchParams.get("signature")).toBe(signed);
+    expect((await injectPut(h.app, minted.json().uploadUrl, bytes)).statusCode).toBe(200);
   });
 });

@@ -18,6 +18,7 @@ export const submission = JSON.stringify({
 export interface CaseSummary {
   caseId: string;
   status: string;
+  externalCustomerId: string | null;
   createdAt: string;
   decision: { decidedAt: string } | null;
 }
@@ -51,21 +52,25 @@ export async function casesOf(
 
 export interface Decisions {
   decided: number;
+  /** Cases that ended `failed` instead of decided (a budget exceeded, an error). */
+  failed: number;
   perSecond: number;
   p50Ms: number;
   p99Ms: number;
 }
 
 /** Decisions per second from the first submission to the last decision; submission-to-decision latency. */
-export function decisionsIn(cases: CaseSummary[]): Decisions {
+export function decisionsIn(cases: readonly CaseSummary[]): Decisions {
   const decided = cases.filter((c) => c.decision !== null);
-  if (decided.length === 0) return { decided: 0, perSecond: 0, p50Ms: 0, p99Ms: 0 };
+  const failed = cases.filter((c) => c.status === "failed").length;
+  if (decided.length === 0) return { decided: 0, failed, perSecond: 0, p50Ms: 0, p99Ms: 0 };
   const created = decided.map((c) => Date.parse(c.createdAt));
   const at = decided.map((c) => Date.parse(c.decision?.decidedAt as string));
   const latencies = decided.map((_, i) => (at[i] as number) - (created[i] as number));
   const span = (Math.max(...at) - Math.min(...created)) / 1000;
   return {
     decided: decided.length,
+    failed,
     perSecond: span > 0 ? decided.length / span : 0,
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
@@ -200,4 +205,17 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
     otherCommits: after.otherCommits - before.otherCommits,
     byTable,
   };
+}
+
+/** The notes that explain a `Work` figure: rows by table, and where the WAL was counted. */
+export function workNotes(work: Work): string[] {
+  return [
+    `per decided case by table: ${work.byTable.join("; ")}`,
+    work.walInspected
+      ? `WAL per decided case: ${round(work.walBytes / 1024)} KB of this database's records (pg_walinspect), of which ` +
+        `${round(work.fpiBytes / 1024)} KB full-page images; the server wrote ${round(work.serverWalBytes / 1024)} KB ` +
+        `per case in all, other databases committing ${work.otherCommits} transactions meanwhile`
+      : `WAL per decided case: the server's ${round(work.serverWalBytes / 1024)} KB in all (its WAL was recycled ` +
+        `before it could be read per database), other databases committing ${work.otherCommits} transactions meanwhile`,
+  ];
 }

@@ -105,7 +105,8 @@ export interface PacedLoad {
   url: string;
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   headers?: Record<string, string>;
-  body?: string;
+  /** One body for every request, or a function called for each request's own body. */
+  body?: string | (() => string);
   /** Requests per second, spaced evenly (not fired in a burst at the top of each second). */
   rate: number;
   seconds: number;
@@ -147,7 +148,7 @@ export async function paced(load: PacedLoad): Promise<PacedRun> {
         failures.push(err.message);
         resolve();
       });
-      req.end(load.body);
+      req.end(typeof load.body === "function" ? load.body() : load.body);
     });
   const total = Math.round(load.rate * load.seconds);
   const started = performance.now();

@@ -3,10 +3,13 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
+import { PutObjectCommand } from "@aws-sdk/client-s3";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { startTestS3 } from "../../test/support/s3.js";
 import { runIfMain } from "../lib/harness.js";
 import { insertStoredCase } from "../lib/provision.js";
-import { median, round } from "../lib/stats.js";
-import type { BenchServer, Scenario } from "../lib/types.js";
+import { median, percentile, round } from "../lib/stats.js";
+import type { BenchContext, BenchServer, ResultRow, Scenario } from "../lib/types.js";
 
 /**
  * Upload throughput over the signed URL (signature and header checks, streamed to a temporary
@@ -111,29 +114,135 @@ async function requestsFor(server: BenchServer, count: number): Promise<PendingR
   return requests;
 }
 
-async function mintUpload(server: BenchServer, request: PendingRequest): Promise<Upload> {
+async function mintUpload(server: BenchServer, request: PendingRequest, bytes = FILE_BYTES): Promise<Upload> {
   const res = await fetch(`${server.url}/cases/${request.caseId}/rfi/${request.rfiId}/documents`, {
     method: "POST",
     headers: { ...request.headers, "content-type": "application/json" },
-    body: JSON.stringify({ filename: "bench.pdf", contentType: "application/pdf", sizeBytes: FILE_BYTES }),
+    body: JSON.stringify({ filename: "bench.pdf", contentType: "application/pdf", sizeBytes: bytes }),
   });
   if (res.status !== 201) throw new Error(`minting a slot answered ${res.status}: ${await res.text()}`);
   const { uploadUrl } = (await res.json()) as { uploadUrl: string };
-  // The slot's URL names the configured public URL; the bench reaches the service where it listens.
   const signed = new URL(uploadUrl);
   return {
-    url: `${server.url}${signed.pathname}${signed.search}`,
+    // The disk store's URL names the configured public URL; the bench reaches the service where
+    // it listens. A bucket's URL is used as it is.
+    url: signed.pathname.startsWith("/uploads/")
+      ? `${server.url}${signed.pathname}${signed.search}`
+      : uploadUrl,
     headers: {
       "content-type": "application/pdf",
-      "content-length": String(FILE_BYTES),
+      "content-length": String(bytes),
       "if-none-match": "*",
     },
   };
 }
 
+/** The sizes of the S3 part, and how many uploads of each per round. */
+const S3_SIZES = [
+  { label: "1 MiB", bytes: 2 ** 20, perRound: 10 },
+  { label: "10 MiB", bytes: 10 * 2 ** 20, perRound: 4 },
+];
+
+/**
+ * The S3 store: the service's presigned upload URL (type, length and If-None-Match: * signed)
+ * against a bare presigned PUT of the same bytes made with the SDK and nothing pinned, to the same
+ * test S3 server (s3rver behind the tests' verifying gate), from the same client, interleaved.
+ */
+async function runS3(ctx: BenchContext): Promise<{ rows: ResultRow[]; notes: string[] }> {
+  const s3 = await startTestS3();
+  try {
+    const bucket = await s3.createBucket();
+    const server = await ctx.startServer({
+      env: {
+        CDS_BLOB_STORE: "s3",
+        CDS_S3_BUCKET: bucket.bucket,
+        CDS_S3_ENDPOINT: s3.endpoint,
+        CDS_S3_REGION: bucket.region,
+        CDS_S3_FORCE_PATH_STYLE: "true",
+      },
+    });
+    const rounds = ctx.settings.repeats + 1;
+    const total = S3_SIZES.reduce((n, size) => n + size.perRound * rounds, 0);
+    const requests = await requestsFor(server, total);
+    let used = 0;
+    let bare = 0;
+    const rows: ResultRow[] = [];
+    const notes: string[] = [];
+    for (const size of S3_SIZES) {
+      const body = Buffer.alloc(size.bytes, 0x25);
+      const signedTimes: number[] = [];
+      const bareTimes: number[] = [];
+      const ratios: number[] = [];
+      for (let round = 0; round < rounds; round++) {
+        const uploads: Upload[] = [];
+        for (let i = 0; i < size.perRound; i++) {
+          const request = requests[Math.floor(used++ / 30)];
+          if (!request) throw new Error("ran out of pending requests for slots");
+          uploads.push(await mintUpload(server, request, size.bytes));
+        }
+        const bareUploads: Upload[] = [];
+        for (let i = 0; i < size.perRound; i++) {
+          const url = await getSignedUrl(
+            s3.client,
+            new PutObjectCommand({ Bucket: bucket.bucket, Key: `bare/${size.bytes}/${bare++}` }),
+            { expiresIn: 600 },
+          );
+          bareUploads.push({ url, headers: { "content-length": String(size.bytes) } });
+        }
+        const signed: number[] = [];
+        const plain: number[] = [];
+        // Alternated upload by upload, so that drift on a noisy machine hits both alike.
+        for (let i = 0; i < size.perRound; i++) {
+          signed.push(await timedPut(uploads[i] as Upload, body));
+          plain.push(await timedPut(bareUploads[i] as Upload, body));
+        }
+        const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+        if (round > 0) {
+          signedTimes.push(...signed);
+          bareTimes.push(...plain);
+          ratios.push(sum(plain) / sum(signed));
+        }
+        ctx.log(
+          `S3 ${size.label} round ${round}${round === 0 ? " (warm-up)" : ""}: signed ${Math.round((sum(signed) / signed.length) * 1000)} ms,` +
+            ` bare ${Math.round((sum(plain) / plain.length) * 1000)} ms per upload`,
+        );
+      }
+      const mibps = (times: number[]) => size.bytes / 2 ** 20 / median(times);
+      const ratio = median(ratios);
+      rows.push(
+        {
+          name: `S3 ${size.label}: bare presigned PUT`,
+          figures: {
+            "MiB/s": round(mibps(bareTimes)),
+            "p50 ms": round(median(bareTimes) * 1000),
+            "p99 ms": round(percentile(bareTimes, 99) * 1000),
+            "of bare": 1,
+          },
+        },
+        {
+          name: `S3 ${size.label}: PUT {uploadUrl} (S3 store)`,
+          figures: {
+            "MiB/s": round(mibps(signedTimes)),
+            "p50 ms": round(median(signedTimes) * 1000),
+            "p99 ms": round(percentile(signedTimes, 99) * 1000),
+            "of bare": round(ratio),
+          },
+        },
+      );
+      notes.push(
+        `S3 ${size.label}: ${signedTimes.length} uploads each way; goal at least ${GOAL} of the bare presigned PUT — ${ratio >= GOAL ? "met" : "MISSED"}`,
+      );
+    }
+    return { rows, notes };
+  } finally {
+    await s3.close();
+  }
+}
+
 const scenario: Scenario = {
   name: "uploads",
-  description: "5 MiB PUT over the signed upload URL against a bare Node HTTP server writing to disk",
+  description:
+    "5 MiB PUT over the disk store's signed URL against a bare Node HTTP server writing to disk; 1 and 10 MiB through the S3 store against a bare presigned PUT to the same S3 server",
   async run(ctx) {
     const server = await ctx.startServer();
     const rounds = ctx.settings.repeats + 1;
@@ -189,6 +298,7 @@ const scenario: Scenario = {
     }
     const ratio = median(service.map((s, i) => s / (baseline[i] as number)));
     const syncedRatio = median(syncedBaseline.map((s, i) => s / (baseline[i] as number)));
+    const onS3 = await runS3(ctx);
     return {
       rows: [
         { name: "PUT bare Node server", figures: { "MiB/s": round(median(baseline)), "of bare": 1 } },
@@ -200,6 +310,7 @@ const scenario: Scenario = {
           name: "PUT {uploadUrl}",
           figures: { "MiB/s": round(median(service)), "of bare": round(ratio) },
         },
+        ...onS3.rows,
       ],
       notes: [
         `database: ${server.database}; ${UPLOADS_PER_ROUND} sequential uploads of ${FILE_BYTES} bytes per round, ` +
@@ -207,6 +318,9 @@ const scenario: Scenario = {
         `goal: at least ${GOAL} of the bare server — ${ratio >= GOAL ? "met" : "MISSED"}`,
         "the signed URL syncs the file and its directory before answering (no partial object after a power " +
           'loss); the bare server does not. "synced" is the bare server syncing each file, for scale',
+        ...onS3.notes,
+        "S3: the test S3 server (s3rver behind the tests' gate, which buffers each body and checks its " +
+          'signature) on this machine; "of bare" is the median of the per-round ratios of total PUT time',
       ],
     };
   },

@@ -221,9 +221,10 @@ const scenario: Scenario = {
     ];
     for (const r of results.slice(1)) {
       const goal = r.name.startsWith("queue") ? QUEUE_GOAL_P99_MS : SEARCH_GOAL_P99_MS;
-      notes.push(
-        `${r.name}: p99 ${round(r.p99Ms)} ms, goal under ${goal} ms: ${r.p99Ms < goal ? "met" : "missed"}`,
-      );
+      // No answer within a run (0 req/s) reads as p99 0: it is a miss, not a win.
+      const met = r.requestsPerSecond > 0 && r.p99Ms < goal;
+      const p99 = r.requestsPerSecond > 0 ? `${round(r.p99Ms)} ms` : "none (no answer within a run)";
+      notes.push(`${r.name}: p99 ${p99}, goal under ${goal} ms: ${met ? "met" : "missed"}`);
     }
     return {
       rows: results.map((r) => ({

@@ -61,6 +61,10 @@ export const ERRORS = {
   fields_too_large: { status: 422, meaning: "The answer's fields exceed their size limit." },
   too_many_documents: { status: 422, meaning: "The answer lists more documents than allowed." },
   upload_limit_reached: { status: 422, meaning: "No more upload slots: 30 per request or 100 per case." },
+  rfi_limit_reached: {
+    status: 409,
+    meaning: "The case has 20 pending information requests, the most it may have open at once.",
+  },
   // Tags.
   tag_limit_reached: { status: 409, meaning: "The case carries 100 tags already, the most it can carry." },
   // Lists.

@@ -64,11 +64,27 @@ export function serializeError(err: unknown, depth = 0): Record<string, unknown>
   return out;
 }
 
-/** Query strings can carry signatures (upload URLs); logs keep the path only. */
-function pathOnly(url: string | undefined): string | undefined {
+/**
+ * Path segments that are secrets in themselves, each kept as `…` in a logged path: a callback's
+ * ref (`/cases/{id}/callbacks/{ref}`), a paused node's handle (`/pending/{handle}/…`), and a
+ * vendor webhook's token (`/providers/{broker}/webhooks/{token}`).
+ */
+const SECRET_SEGMENTS: readonly RegExp[] = [
+  /(\/callbacks\/)[^/]+/gi,
+  /(\/pending\/)[^/]+/gi,
+  /(\/providers\/[^/]+\/webhooks\/)[^/]+/gi,
+];
+
+/**
+ * A URL as logs show it: the path only (query strings can carry signatures, as upload URLs do),
+ * with its secret segments hidden.
+ */
+export function loggedPath(url: string | undefined): string | undefined {
   if (!url) return url;
   const q = url.indexOf("?");
-  return q === -1 ? url : `${url.slice(0, q)}?…`;
+  let path = q === -1 ? url : url.slice(0, q);
+  for (const segment of SECRET_SEGMENTS) path = path.replace(segment, "$1…");
+  return q === -1 ? path : `${path}?…`;
 }
 
 export function loggerOptions(level: string): pino.LoggerOptions {
@@ -78,7 +94,7 @@ export function loggerOptions(level: string): pino.LoggerOptions {
     serializers: {
       err: (err: unknown) => serializeError(err),
       req(req: { method?: string; url?: string; id?: string }) {
-        return { method: req.method, url: pathOnly(req.url), reqId: req.id };
+        return { method: req.method, url: loggedPath(req.url), reqId: req.id };
       },
     },
   };

@@ -3,13 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import {
-  CreateBucketCommand,
-  DeleteBucketCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3Client,
-} from "@aws-sdk/client-s3";
+import { CreateBucketCommand, DeleteBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import S3rver from "s3rver";
 import type { S3Config } from "../../src/config.js";
@@ -20,7 +14,8 @@ import type { S3Config } from "../../src/config.js";
  * it recomputes the SigV4 query signature over the headers the URL lists as signed (so a
  * different `Content-Type`, `Content-Length` or `If-None-Match` is 403 SignatureDoesNotMatch),
  * refuses a body whose length is not its `Content-Length` (400 IncompleteBody), and answers 412
- * to a create-only `PUT` of an existing object. `enforceIfNoneMatch = false` turns the last off,
+ * to a create-only `PUT` of an object that a presigned `PUT` through it has created (every upload
+ * of the tests is one). `enforceIfNoneMatch = false` turns the last off,
  * like the S3-compatible servers that ignore the header.
  */
 
@@ -58,9 +53,10 @@ export async function startTestS3(): Promise<TestS3> {
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), "cds-s3-"));
   const backend = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory });
   const { port: backendPort } = (await backend.run()) as AddressInfo;
-  const backendClient = clientFor(`http://127.0.0.1:${backendPort}`);
   let inProgress = 0;
   const locked = new Set<string>();
+  /** Objects stored through presigned PUTs: what a create-only PUT is checked against. */
+  const created = new Set<string>();
 
   const state = { enforceIfNoneMatch: true };
 
@@ -86,14 +82,15 @@ export async function startTestS3(): Promise<TestS3> {
     req.on("end", () => {
       inProgress--;
       const body = Buffer.concat(chunks);
-      handlePresignedPut(req, url, body, backendClient, state, locked)
+      handlePresignedPut(req, url, body, state, locked, created)
         .then((checked) => {
           if ("refusal" in checked) {
             sendError(res, checked.refusal);
             return;
           }
           // A create-only PUT holds its key until the object is stored: the next one sees it then.
-          forward(req, res, backendPort, body, () => {
+          forward(req, res, backendPort, body, (status) => {
+            if (status !== undefined && status < 300) created.add(checked.key);
             if (checked.lock) locked.delete(checked.lock);
           });
         })
@@ -128,7 +125,6 @@ export async function startTestS3(): Promise<TestS3> {
       await new Promise<void>((resolve) => gate.close(() => resolve()));
       await backend.close();
       client.destroy();
-      backendClient.destroy();
       fs.rmSync(directory, { recursive: true, force: true });
     },
   };
@@ -156,10 +152,10 @@ async function handlePresignedPut(
   req: http.IncomingMessage,
   url: URL,
   body: Buffer,
-  backend: S3Client,
   state: { enforceIfNoneMatch: boolean },
   locked: Set<string>,
-): Promise<{ refusal: Refusal } | { lock?: string }> {
+  created: ReadonlySet<string>,
+): Promise<{ refusal: Refusal } | { key: string; lock?: string }> {
   const q = url.searchParams;
   const [, bucket, ...keyParts] = url.pathname.split("/");
   const key = keyParts.map(decodeURIComponent).join("/");
@@ -219,25 +215,11 @@ async function handlePresignedPut(
       },
     };
     // Checked and taken in one step: of racing PUTs exactly one goes on to look and store.
-    if (locked.has(lockKey)) return exists412;
+    if (locked.has(lockKey) || created.has(lockKey)) return exists412;
     locked.add(lockKey);
-    if (await exists(backend, bucket, key)) {
-      locked.delete(lockKey);
-      return exists412;
-    }
-    return { lock: lockKey };
+    return { key: lockKey, lock: lockKey };
   }
-  return {};
-}
-
-async function exists(client: S3Client, bucket: string, key: string): Promise<boolean> {
-  try {
-    await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-    return true;
-  } catch (err) {
-    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return false;
-    throw err;
-  }
+  return { key: `${bucket}/${key}` };
 }
 
 function parseAmzDate(raw: string): Date | undefined {
@@ -259,14 +241,14 @@ function forward(
   res: http.ServerResponse,
   port: number,
   body: http.IncomingMessage | Buffer,
-  done: () => void = () => {},
+  done: (status?: number) => void = () => {},
 ): void {
   const upstream = http.request(
     { host: "127.0.0.1", port, method: req.method, path: req.url, headers: req.headers, agent: false },
     (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
-      answer.on("end", done);
+      answer.on("end", () => done(answer.statusCode));
     },
   );
   upstream.on("error", (err) => {

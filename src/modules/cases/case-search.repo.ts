@@ -94,17 +94,52 @@ const after = (k: CaseKeyset) => (eb: ExpressionBuilder<Database, "cases">) =>
     eb.and([eb("created_at", "=", k.createdAt), eb("id", "<", k.id)]),
   ]);
 
+/** How many of the newest cases a name search reads along the newest-first index before the word index. */
+const NAME_WINDOW = 2000;
+
 /**
  * One page of the tenant's cases, newest first, after the keyset position. With no filter the
  * index `cases_tenant_created` serves it; a status, an assignee, a customer id or name words have
  * an index of their own; the other filters are read along the newest-first index.
+ *
+ * The planner cannot tell a rare word prefix from a common one (it guesses 2% for any prefix), so
+ * a name search is not left to it: the newest NAME_WINDOW cases are read first (a common word has
+ * its page there, and a full page found there is exactly the page); only a page not filled there
+ * reads the word index, ordered so that the newest-first index cannot serve it.
  */
-export function listCases(
+export async function listCases(
   db: Executor,
   tenantId: string,
   f: CaseFilters,
   limit: number,
   position: CaseKeyset | undefined,
+): Promise<CaseListRow[]> {
+  if (!f.nameWords || f.nameWords.length === 0) return pageOf(db, tenantId, f, limit, position, {});
+  let edge = db
+    .selectFrom("cases")
+    .select(["created_at", "id"])
+    .where("tenant_id", "=", tenantId)
+    .where("dry_run", "=", false);
+  if (position) edge = edge.where(after(position));
+  const oldest = await edge
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
+    .offset(NAME_WINDOW - 1)
+    .limit(1)
+    .executeTakeFirst();
+  const window = oldest ? { createdAt: oldest.created_at, id: oldest.id } : undefined;
+  const recent = await pageOf(db, tenantId, f, limit, position, { notOlderThan: window });
+  if (recent.length >= limit || !window) return recent;
+  return [...recent, ...(await pageOf(db, tenantId, f, limit - recent.length, window, { byWords: true }))];
+}
+
+function pageOf(
+  db: Executor,
+  tenantId: string,
+  f: CaseFilters,
+  limit: number,
+  position: CaseKeyset | undefined,
+  how: { notOlderThan?: CaseKeyset; byWords?: boolean },
 ): Promise<CaseListRow[]> {
   let query = db
     .selectFrom("cases")
@@ -126,5 +161,17 @@ export function listCases(
     .where("dry_run", "=", false);
   query = applyFilters(query, f);
   if (position) query = query.where(after(position));
-  return query.orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).execute();
+  const edge = how.notOlderThan;
+  if (edge)
+    query = query.where((eb) =>
+      eb.or([
+        eb("created_at", ">", edge.createdAt),
+        eb.and([eb("created_at", "=", edge.createdAt), eb("id", ">=", edge.id)]),
+      ]),
+    );
+  // `+ interval '0'` keeps the newest-first index from serving the order: the word index does.
+  const ordered = how.byWords
+    ? query.orderBy(sql`created_at + interval '0 seconds'`, "desc")
+    : query.orderBy("created_at", "desc");
+  return ordered.orderBy("id", "desc").limit(limit).execute();
 }

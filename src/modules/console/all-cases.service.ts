@@ -13,6 +13,7 @@ import {
 import { casesTagged, getTagOptions } from "../tags/index.js";
 import { getUsers } from "../users/index.js";
 import { getWorkflows } from "../workflows/index.js";
+import { utcDay as day } from "./form.js";
 
 export const ALL_PAGE_SIZE = 50;
 
@@ -61,13 +62,6 @@ function oneOf(value: string | undefined, allowed: readonly string[], what: stri
   if (!value) return undefined;
   if (!allowed.includes(value)) throw badRequest(`unknown ${what} "${value.slice(0, 100)}"`);
   return value;
-}
-
-function day(value: string | undefined, what: string, next = false): Date | undefined {
-  if (!value) return undefined;
-  const at = /^\d{4}-\d\d-\d\d$/.test(value) ? new Date(`${value}T00:00:00Z`) : undefined;
-  if (!at || Number.isNaN(at.getTime())) throw badRequest(`${what} is not a date (YYYY-MM-DD)`);
-  return next ? new Date(at.getTime() + 86_400_000) : at;
 }
 
 function amount(value: string | undefined, what: string): number | undefined {

@@ -6,6 +6,7 @@ import { badRequest } from "../../platform/errors.js";
 import { type AuditFilters, searchAudit } from "../users/index.js";
 import { actorNames } from "./case.service.js";
 import { pageOf, sendPage, sessionOf } from "./console.plugin.js";
+import { utcDay as day } from "./form.js";
 import { AUDIT_ACTIONS, AuditPageView } from "./views/audit.js";
 
 export const AUDIT_PAGE_SIZE = 50;
@@ -20,13 +21,6 @@ export interface AuditQuery {
   from?: string;
   to?: string;
   before?: string;
-}
-
-function day(value: string | undefined, what: string, next = false): Date | undefined {
-  if (!value) return undefined;
-  const at = /^\d{4}-\d\d-\d\d$/.test(value) ? new Date(`${value}T00:00:00Z`) : undefined;
-  if (!at || Number.isNaN(at.getTime())) throw badRequest(`${what} is not a date (YYYY-MM-DD)`);
-  return next ? new Date(at.getTime() + 86_400_000) : at;
 }
 
 /** The filters of a query; 400 for one the form could not have sent. */

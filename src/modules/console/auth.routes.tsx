@@ -26,7 +26,9 @@ export function authRoutes(scope: App, ctx: AppContext): void {
     "/assets/:name",
     { config: { console: { public: true, static: true } } },
     async (request, reply) => {
-      const asset = ASSETS[request.params.name];
+      // Own names only: `__proto__` or `constructor` must not reach the object's prototype.
+      const name = request.params.name;
+      const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
       if (!asset) throw new AppError("not_found", "no such asset");
       return reply
         .type(asset.type)

@@ -53,3 +53,11 @@ export function formOf(request: FastifyRequest) {
 }
 
 export type Form = ReturnType<typeof formOf>;
+
+/** A `YYYY-MM-DD` filter value as the UTC midnight it starts (`next`: the one after it ends). */
+export function utcDay(value: string | undefined, what: string, next = false): Date | undefined {
+  if (!value) return undefined;
+  const at = /^\d{4}-\d\d-\d\d$/.test(value) ? new Date(`${value}T00:00:00Z`) : undefined;
+  if (!at || Number.isNaN(at.getTime())) throw badRequest(`${what} is not a date (YYYY-MM-DD)`);
+  return next ? new Date(at.getTime() + 86_400_000) : at;
+}

@@ -80,6 +80,7 @@ export function listsRoutes(app: App, ctx: AppContext): void {
         tags: TAGS,
         operationId: "listLists",
         summary: "List a tenant's lists, with their value counts",
+        description: "By list id; `valueCount` is kept with each change of its values.",
         params: Type.Object({ tenantId: Type.String() }),
         response: { 200: Type.Object({ lists: Type.Array(List) }) },
       },

@@ -23,6 +23,10 @@ export const rfiModule: FeatureModule = {
 };
 
 export {
+  /** The limits of information requests (a case record shows the `shownPerCase` most recent). */
+  RFI_LIMITS,
+} from "./rfi.limits.js";
+export {
   /** The body of a request to raise an information request, as a schema. */
   RaiseBody,
 } from "./rfi.schemas.js";

@@ -21,6 +21,10 @@ export const RFI_LIMITS = {
   templateIdLength: 200,
   webhookKeyLength: 100,
   actorLength: 200,
+  /** Pending requests one case may have at once. */
+  pendingPerCase: 20,
+  /** Requests a case record (and the console's case page) shows: the most recent. */
+  shownPerCase: 50,
   /** The furthest deadline a request may be given. */
   maxDeadlineDays: 365,
 } as const;

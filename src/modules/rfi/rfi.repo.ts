@@ -1,6 +1,6 @@
 import { type Selectable, sql } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
-import { type Executor, findRow, findRows, updateRows } from "../../platform/db/index.js";
+import { type Executor, findRow, findRows, type Tx, updateRows } from "../../platform/db/index.js";
 import type {
   AnswerSource,
   InformationRequestsTable,
@@ -73,6 +73,40 @@ export async function findRequest(
 
 export function listRequests(db: Executor, tenantId: string, caseId: string): Promise<RfiRow[]> {
   return findRows(db, "information_requests", { tenant_id: tenantId, case_id: caseId }, ["created_at", "id"]);
+}
+
+/** The case's `limit` most recent requests, oldest first. */
+export async function listLatestRequests(
+  db: Executor,
+  tenantId: string,
+  caseId: string,
+  limit: number,
+): Promise<RfiRow[]> {
+  const rows = await db
+    .selectFrom("information_requests")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
+    .where("case_id", "=", caseId)
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
+    .limit(limit)
+    .execute();
+  return rows.reverse() as RfiRow[];
+}
+
+// Advisory lock class of one case's raising of requests.
+const RAISE_LOCK = 7103;
+
+/** Takes the case's raising lock until the transaction ends, and counts its pending requests. */
+export async function countPendingLocked(tx: Tx, caseId: string): Promise<number> {
+  await sql`SELECT pg_advisory_xact_lock(${RAISE_LOCK}::int, hashtext(${caseId}))`.execute(tx);
+  const row = await tx
+    .selectFrom("information_requests")
+    .select((eb) => eb.fn.countAll<string>().as("n"))
+    .where("case_id", "=", caseId)
+    .where("status", "=", "pending")
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 /** Moves a pending request to a final status; undefined when it was no longer pending. */

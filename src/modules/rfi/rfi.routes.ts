@@ -30,14 +30,18 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
       description: [
         "Emits `case.rfi_requested` (`requested_by` `apikey:<keyId>`, `source` `api`); your own",
         "systems send the e-mail from it. With `expiresAt` the request expires at that deadline.",
-        "409 `case_terminal` or `dry_run` when the case cannot take requests.",
+        "409 `case_terminal` or `dry_run` when the case cannot take requests, 409",
+        `\`rfi_limit_reached\` when it has ${RFI_LIMITS.pendingPerCase} pending requests already.`,
         RFI_ERRORS,
       ].join(" "),
       params: CaseParams,
       body: RaiseBody,
       response: {
         201: InformationRequestSchema,
-        409: errorResponse("`case_terminal` (closed or failed case) or `dry_run`", "rfi"),
+        409: errorResponse(
+          "`case_terminal` (closed or failed case), `dry_run`, or `rfi_limit_reached` (too many pending)",
+          "rfi",
+        ),
       },
     },
     async (request, reply) => {

@@ -11,9 +11,11 @@ import { resumeClosedRequest, scheduleExpiry } from "./rfi.jobs.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import {
   closeRequest,
+  countPendingLocked,
   findRequest,
   insertRequest,
   listAttachedSlots,
+  listLatestRequests,
   listRequests,
   type NewRequest,
   type RfiRow,
@@ -135,6 +137,13 @@ export async function raiseRequest(
     const found = await requireCase(tx, tenantId, caseId);
     checkCaseOpen(found);
     const expiresAt = parseDeadline(input.expiresAt, new Date());
+    // Counted under the case's lock: simultaneous raises cannot pass the limit together.
+    if ((await countPendingLocked(tx, caseId)) >= RFI_LIMITS.pendingPerCase) {
+      throw new AppError(
+        "rfi_limit_reached",
+        `the case has ${RFI_LIMITS.pendingPerCase} pending information requests, the most it may have at once: cancel or answer one first`,
+      );
+    }
     if (input.webhookKey !== undefined && !(await webhookKeyExists(tx, tenantId, input.webhookKey))) {
       throw invalid("webhookKey names no webhook configuration of this tenant");
     }
@@ -171,13 +180,23 @@ export async function raiseRequest(
   return toRequestView(row, []);
 }
 
-/** Every request of the case, oldest first, each with its answer and documents. */
+/**
+ * The case record's requests: the most recent `RFI_LIMITS.shownPerCase`, oldest first, each with
+ * its answer and documents (`GET /cases/{id}/rfi` lists every one).
+ */
 export async function listCaseInformationRequests(
   db: Executor,
   tenantId: string,
   caseId: string,
 ): Promise<InformationRequestView[]> {
-  const rows = await listRequests(db, tenantId, caseId);
+  return withAnswers(db, tenantId, await listLatestRequests(db, tenantId, caseId, RFI_LIMITS.shownPerCase));
+}
+
+async function withAnswers(
+  db: Executor,
+  tenantId: string,
+  rows: RfiRow[],
+): Promise<InformationRequestView[]> {
   const answered = rows.filter((r) => r.status === "answered").map((r) => r.id);
   const attached = await listAttachedSlots(db, tenantId, answered);
   return rows.map((row) => toRequestView(row, attached));
@@ -200,7 +219,7 @@ export async function listRequestsOfCase(
   caseId: string,
 ): Promise<InformationRequestView[]> {
   await requireCase(ctx.db.root, tenantId, caseId);
-  return listCaseInformationRequests(ctx.db.root, tenantId, caseId);
+  return withAnswers(ctx.db.root, tenantId, await listRequests(ctx.db.root, tenantId, caseId));
 }
 
 /** Raises the pending request's `case.rfi_requested` again: same `rfi_id`, fresh `webhookId`. */

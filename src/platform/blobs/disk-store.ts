@@ -6,6 +6,7 @@ import { pipeline } from "node:stream/promises";
 import { uuid } from "../crypto.js";
 import type { Db } from "../db/index.js";
 import { AppError } from "../errors.js";
+import type { SecretBox } from "../secret-box.js";
 import type {
   BlobInfo,
   BlobStore,
@@ -50,6 +51,7 @@ export class DiskBlobStore implements BlobStore, UploadReceiver {
   constructor(
     dataDir: string,
     private readonly publicUrl: string,
+    private readonly secretBox: () => SecretBox,
   ) {
     this.#objects = path.join(dataDir, "blobs", "objects");
     this.#parts = path.join(dataDir, "blobs", "parts");
@@ -198,7 +200,7 @@ export class DiskBlobStore implements BlobStore, UploadReceiver {
 
   #key(db: Db): Promise<Buffer> {
     if (!this.#signingKey) {
-      this.#signingKey = loadSigningKey(db);
+      this.#signingKey = loadSigningKey(db, this.secretBox());
       this.#signingKey.catch(() => {
         this.#signingKey = undefined;
       });

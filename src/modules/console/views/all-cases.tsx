@@ -113,7 +113,7 @@ export function AllCasesView({
         </div>
       </div>
       {notice ? <Notice kind="ok">{notice}</Notice> : null}
-      <form method="get" action={base} class="filters" aria-label="Search and filters">
+      <form method="get" action={base} class="filters" aria-label="Filters">
         <label class="field search">
           Search
           <input
@@ -207,7 +207,7 @@ export function AllCasesView({
           action="/console/cases/bulk"
           id="bulk"
           class="filters bulk"
-          aria-label="With the chosen cases"
+          aria-label="Bulk actions"
         >
           <Csrf page={page} />
           <input type="hidden" name="back" value={viewUrl(base, f, {})} />
@@ -231,7 +231,7 @@ export function AllCasesView({
               options={view.users.map((u): [string, string] => [u.userId, u.name])}
             />
           ) : null}
-          <Select name="tag" title="Tag" value="" options={view.tags.map((t) => [t, t])} />
+          <Select name="tag" title="Tag to add" value="" options={view.tags.map((t) => [t, t])} />
           <div class="actions">
             <button type="submit">Apply to the chosen cases</button>
           </div>

@@ -1,5 +1,5 @@
 import { DECISION_VALUES } from "../../case-model/index.js";
-import type { InformationRequestView } from "../../rfi/index.js";
+import { type InformationRequestView, RFI_LIMITS } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";
 import { CommentsPanel, OwnerPanel } from "./case-work.js";
@@ -304,6 +304,9 @@ function RequestsPanel({ page, screen, canAct }: { page: PageContext; screen: Ca
       {requests.map((rfi) => (
         <RequestCard page={page} caseId={caseId} rfi={rfi} names={screen.names} canAct={canAct} />
       ))}
+      {requests.length >= RFI_LIMITS.shownPerCase ? (
+        <p class="muted">Only the {RFI_LIMITS.shownPerCase} most recent requests are shown.</p>
+      ) : null}
       {canAct ? (
         <details open={page.problem?.form === "rfi"}>
           <summary>Request information</summary>
