@@ -43,6 +43,12 @@ async function describeCase(cli: CliContext, record: AdminCase): Promise<string[
   return lines;
 }
 
+/** Prints a case record as JSON, or the path it took in words. */
+async function printCase(cli: CliContext, record: AdminCase, json: boolean | undefined): Promise<void> {
+  if (json) cli.print(record);
+  else cli.write(await describeCase(cli, record));
+}
+
 export function casesCli(program: Command, cli: CliContext): void {
   const kase = program.command("case").description("cases: reading them, analyst decisions and dry runs");
   kase
@@ -96,8 +102,7 @@ export function casesCli(program: Command, cli: CliContext): void {
             `/admin/tenants/${encodeURIComponent(opts.tenant)}/workflows/${encodeURIComponent(opts.workflow)}/versions/${opts.version}/dry-run?wait=true`,
             submission,
           );
-        if (opts.json) cli.print(record);
-        else cli.write(await describeCase(cli, record));
+        await printCase(cli, record, opts.json);
       },
     );
   kase
@@ -109,8 +114,7 @@ export function casesCli(program: Command, cli: CliContext): void {
       const record = await cli
         .client()
         .request<AdminCase>("GET", `/admin/cases/${encodeURIComponent(opts.case)}`);
-      if (opts.json) cli.print(record);
-      else cli.write(await describeCase(cli, record));
+      await printCase(cli, record, opts.json);
     });
   kase
     .command("list")

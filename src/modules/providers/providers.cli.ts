@@ -22,6 +22,15 @@ function port(value: string): number {
   return n;
 }
 
+/** A `simulate` subcommand: a vendor simulator listening on `--host` and `--port` (`defaultPort`). */
+function simulator(simulate: Command, name: string, description: string, defaultPort: number): Command {
+  return simulate
+    .command(name)
+    .description(description)
+    .option("--port <port>", "listen port (0 picks a free one)", port, defaultPort)
+    .option("--host <host>", "listen address", "127.0.0.1");
+}
+
 /** Runs a simulator until SIGINT or SIGTERM. */
 async function runUntilStopped(running: RunningSimulator, cli: CliContext, lines: string[]): Promise<void> {
   cli.print({ url: running.url });
@@ -81,11 +90,12 @@ export function providersCli(program: Command, cli: CliContext): void {
     .description(
       "run a vendor simulator on this machine, speaking the vendor's API (no vendor account needed)",
     );
-  simulate
-    .command("sumsub")
-    .description("a Sumsub stand-in: applicants, tokens, WebSDK links whose page approves or rejects")
-    .option("--port <port>", "listen port (0 picks a free one)", port, 8090)
-    .option("--host <host>", "listen address", "127.0.0.1")
+  simulator(
+    simulate,
+    "sumsub",
+    "a Sumsub stand-in: applicants, tokens, WebSDK links whose page approves or rejects",
+    8090,
+  )
     .option("--app-token <token>", "the app token it accepts", SUMSUB_SIMULATOR_DEFAULTS.appToken)
     .option(
       "--secret-key <key>",
@@ -125,11 +135,12 @@ export function providersCli(program: Command, cli: CliContext): void {
         ]);
       },
     );
-  simulate
-    .command("opensanctions")
-    .description("an OpenSanctions (yente) stand-in: the match API over a few made-up entities")
-    .option("--port <port>", "listen port (0 picks a free one)", port, 8091)
-    .option("--host <host>", "listen address", "127.0.0.1")
+  simulator(
+    simulate,
+    "opensanctions",
+    "an OpenSanctions (yente) stand-in: the match API over a few made-up entities",
+    8091,
+  )
     .option("--api-key <key>", "the API key it accepts", OPENSANCTIONS_SIMULATOR_DEFAULTS.apiKey)
     .action(async (opts: { port: number; host: string; apiKey: string }) => {
       const sim = new OpenSanctionsSimulator({ apiKey: opts.apiKey });

@@ -66,10 +66,9 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
       params: CaseParams,
       response: { 200: Type.Object({ informationRequests: Type.Array(InformationRequestSchema) }) },
     },
-    async (request) => {
-      const key = partnerOf(request);
-      return { informationRequests: await listRequestsOfCase(ctx, key.tenantId, request.params.caseId) };
-    },
+    async (request) => ({
+      informationRequests: await listRequestsOfCase(ctx, partnerOf(request).tenantId, request.params.caseId),
+    }),
   );
 
   read.get(
@@ -82,10 +81,8 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
       params: RfiParams,
       response: { 200: InformationRequestSchema },
     },
-    async (request) => {
-      const key = partnerOf(request);
-      return getRequest(ctx, key.tenantId, request.params.caseId, request.params.rfiId);
-    },
+    async (request) =>
+      getRequest(ctx, partnerOf(request).tenantId, request.params.caseId, request.params.rfiId),
   );
 
   app.post(

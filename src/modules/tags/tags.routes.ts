@@ -43,10 +43,7 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
       params: CaseParams,
       response: { 200: Type.Object({ tags: Type.Array(Tag) }) },
     },
-    async (request) => {
-      const key = partnerOf(request);
-      return { tags: await getCaseTags(ctx, key.tenantId, request.params.caseId) };
-    },
+    async (request) => ({ tags: await getCaseTags(ctx, partnerOf(request).tenantId, request.params.caseId) }),
   );
 
   write.post(

@@ -1,6 +1,6 @@
 import type { AuditRow } from "../../users/index.js";
 import { ActorName, DataTable, Fields, Time } from "./components.js";
-import { Layout, type PageContext } from "./layout.js";
+import { Layout, type PageContext, PageHead } from "./layout.js";
 
 function Filters({ query, names }: { query: Record<string, string>; names: ReadonlyMap<string, string> }) {
   return (
@@ -118,15 +118,12 @@ export function AuditPageView({
     `/console/audit?${new URLSearchParams({ ...query, ...extra }).toString()}`;
   return (
     <Layout page={page} title="Audit log">
-      <div class="page-head">
-        <div>
-          <h1>Audit log</h1>
-          <p>
-            Every change to your cases and settings, whatever made it (the console, the operator API and CLI,
-            your API keys), newest first: who, when, what, and the state before and after.
-          </p>
-        </div>
-      </div>
+      <PageHead title="Audit log">
+        <p>
+          Every change to your cases and settings, whatever made it (the console, the operator API and CLI,
+          your API keys), newest first: who, when, what, and the state before and after.
+        </p>
+      </PageHead>
       <Filters query={query} names={names} />
       {rows.length === 0 ? (
         <div class="panel empty">

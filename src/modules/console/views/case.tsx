@@ -3,7 +3,19 @@ import { type InformationRequestView, RFI_LIMITS } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";
 import { CommentsPanel, OwnerPanel } from "./case-work.js";
-import { ActorName, Attempts, Badge, Field, Fields, label, Panel, SubmitButton, Time } from "./components.js";
+import {
+  ActorName,
+  Attempts,
+  Badge,
+  DataTable,
+  Field,
+  Fields,
+  label,
+  Panel,
+  SubmitButton,
+  Time,
+  TimeCell,
+} from "./components.js";
 import { Csrf, FieldError, FormError, kept, Layout, Notice, type PageContext } from "./layout.js";
 
 export const CASE_NOTICES: Record<string, string> = {
@@ -65,9 +77,7 @@ function DecisionPanel({ screen, names }: { screen: CaseScreen; names: Names }) 
             <tbody>
               {decisionHistory.map((d) => (
                 <tr>
-                  <td>
-                    <Time iso={d.decidedAt} />
-                  </td>
+                  <TimeCell iso={d.decidedAt} />
                   <td>
                     <Badge value={d.value} />
                   </td>
@@ -168,6 +178,20 @@ function Document({
   );
 }
 
+/** One field of an analyst's answer: its key and its value (the form adds rows from a template). */
+function AnswerRow({ placeholder }: { placeholder?: string }) {
+  return (
+    <div class="answer-row">
+      <Field label="Field name">
+        <input type="text" name="fieldKey" pattern="[A-Za-z_][A-Za-z0-9_]*" placeholder={placeholder} />
+      </Field>
+      <Field label="Value">
+        <input type="text" name="fieldValue" />
+      </Field>
+    </div>
+  );
+}
+
 function RequestCard({
   page,
   caseId,
@@ -251,32 +275,13 @@ function RequestCard({
           <form method="post" action={`${base}/answer`} class="stack" data-upload={`${base}/uploads`}>
             <Csrf page={page} />
             <div data-field-rows>
-              <div class="answer-row">
-                <Field label="Field name">
-                  <input
-                    type="text"
-                    name="fieldKey"
-                    pattern="[A-Za-z_][A-Za-z0-9_]*"
-                    placeholder="source_of_funds"
-                  />
-                </Field>
-                <Field label="Value">
-                  <input type="text" name="fieldValue" />
-                </Field>
-              </div>
+              <AnswerRow placeholder="source_of_funds" />
             </div>
             <button type="button" data-add-field={`field-template-${rfi.rfiId}`}>
               Add a field
             </button>
             <template id={`field-template-${rfi.rfiId}`}>
-              <div class="answer-row">
-                <Field label="Field name">
-                  <input type="text" name="fieldKey" pattern="[A-Za-z_][A-Za-z0-9_]*" />
-                </Field>
-                <Field label="Value">
-                  <input type="text" name="fieldValue" />
-                </Field>
-              </div>
+              <AnswerRow />
             </template>
             <Field label="Documents" hint="PDF, JPEG or PNG, up to 20 MB each">
               <input type="file" name="documents" multiple accept="application/pdf,image/jpeg,image/png" />
@@ -474,43 +479,31 @@ function PendingPanel({ screen }: { screen: CaseScreen }) {
 function DeliveriesPanel({ screen }: { screen: CaseScreen }) {
   return (
     <Panel title="Webhook deliveries" id="deliveries">
-      {screen.deliveries.length === 0 ? (
-        <p class="muted">No webhook has been sent about this case.</p>
-      ) : (
-        <div class="table-wrap">
-          <table>
-            <caption class="skip">Webhook deliveries of this case</caption>
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts (time, duration, answer)</th>
-                <th scope="col" class="hide-narrow">
-                  Endpoint
-                </th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {screen.deliveries.map((d) => (
-                <tr>
-                  <td class="mono">{d.eventType}</td>
-                  <td>
-                    <Badge value={d.status} />
-                  </td>
-                  <td>
-                    <Attempts attempts={d.attempts} />
-                  </td>
-                  <td class="hide-narrow">{d.webhookKey}</td>
-                  <td>
-                    <Time iso={d.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <DataTable
+        caption="Webhook deliveries of this case"
+        rows={screen.deliveries}
+        empty="No webhook has been sent about this case."
+        columns={[
+          { head: "Event" },
+          { head: "Status" },
+          { head: "Attempts (time, duration, answer)" },
+          { head: "Endpoint", narrow: true },
+          { head: "Created" },
+        ]}
+        row={(d) => (
+          <>
+            <td class="mono">{d.eventType}</td>
+            <td>
+              <Badge value={d.status} />
+            </td>
+            <td>
+              <Attempts attempts={d.attempts} />
+            </td>
+            <td class="hide-narrow">{d.webhookKey}</td>
+            <TimeCell iso={d.createdAt} />
+          </>
+        )}
+      />
     </Panel>
   );
 }

@@ -203,6 +203,15 @@ export function SubmitButton({ children }: { children: ComponentChildren }) {
   );
 }
 
+/** A table cell holding a time; `narrow` hides it on narrow screens. */
+export function TimeCell({ iso, narrow }: { iso: string | null | undefined; narrow?: boolean }) {
+  return (
+    <td class={narrow ? "hide-narrow" : undefined}>
+      <Time iso={iso} />
+    </td>
+  );
+}
+
 /** One delivery attempt as the logs list it (the webhooks module's attempt view, in part). */
 export interface AttemptLine {
   attempt: number;

@@ -49,6 +49,18 @@ export function FormError({ page, form }: { page: PageContext; form: string }) {
   );
 }
 
+/** A page's heading: its title and, below it, what the page shows. */
+export function PageHead({ title, children }: { title: string; children: ComponentChildren }) {
+  return (
+    <div class="page-head">
+      <div>
+        <h1>{title}</h1>
+        {children}
+      </div>
+    </div>
+  );
+}
+
 /** The CSRF token every form carries (checked by @fastify/csrf-protection). */
 export function Csrf({ page }: { page: PageContext }) {
   return <input type="hidden" name="_csrf" value={page.csrf} />;

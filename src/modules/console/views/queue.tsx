@@ -1,8 +1,8 @@
 import { CASE_TYPES } from "../../case-model/index.js";
 import { QUEUE_STATUSES } from "../../cases/index.js";
 import { type AGES, COUNT_CAP, type QueuePage } from "../queue.service.js";
-import { age, Badge, DataTable, Field, label, SubmitButton, Time } from "./components.js";
-import { Layout, type PageContext } from "./layout.js";
+import { age, Badge, DataTable, Field, label, SubmitButton, TimeCell } from "./components.js";
+import { Layout, type PageContext, PageHead } from "./layout.js";
 
 const TAB_TITLES = { in_review: "In review", waiting: "Waiting", failed: "Failed" } as const;
 const AGE_TITLES: Record<keyof typeof AGES, string> = {
@@ -50,15 +50,12 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
   const filtered = Boolean(f.type || f.workflowId || f.tag || f.age);
   return (
     <Layout page={page} title="Review queue">
-      <div class="page-head">
-        <div>
-          <h1>Review queue</h1>
-          <p>
-            Oldest first. Press <kbd>j</kbd> and <kbd>k</kbd> to move through the cases, <kbd>Enter</kbd> to
-            open one.
-          </p>
-        </div>
-      </div>
+      <PageHead title="Review queue">
+        <p>
+          Oldest first. Press <kbd>j</kbd> and <kbd>k</kbd> to move through the cases, <kbd>Enter</kbd> to
+          open one.
+        </p>
+      </PageHead>
       <nav class="tabs" aria-label="Queue status">
         {QUEUE_STATUSES.map((status) => (
           <a
@@ -135,9 +132,7 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
               </td>
               <td class="hide-narrow">{row.external_customer_id ?? <span class="muted">—</span>}</td>
               <td class="num">{age(row.created_at.toISOString())}</td>
-              <td class="hide-narrow">
-                <Time iso={row.created_at.toISOString()} />
-              </td>
+              <TimeCell iso={row.created_at.toISOString()} narrow />
             </>
           )}
         />

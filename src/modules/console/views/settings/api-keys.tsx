@@ -1,5 +1,5 @@
 import { type ApiKeyView, SCOPES } from "../../../auth/index.js";
-import { Field, SubmitButton, Time } from "../components.js";
+import { Field, SubmitButton, Time, TimeCell } from "../components.js";
 import type { PageContext } from "../layout.js";
 import { ACTIONS, DeleteButton, FormPanel, Secret, SettingsLayout, TablePanel } from "./layout.js";
 
@@ -57,9 +57,7 @@ export function ApiKeysView({
               <td class="mono">{k.keyHint}</td>
               <td class="small">{k.scopes.join(", ")}</td>
               <td>{k.lastUsedAt ? <Time iso={k.lastUsedAt} /> : <span class="muted">never</span>}</td>
-              <td class="hide-narrow">
-                <Time iso={k.createdAt} />
-              </td>
+              <TimeCell iso={k.createdAt} narrow />
               <td>
                 <DeleteButton
                   page={page}

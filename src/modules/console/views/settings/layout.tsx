@@ -1,7 +1,7 @@
 import type { ComponentChildren } from "preact";
 import { can } from "../../../users/index.js";
 import { DataTable } from "../components.js";
-import { Csrf, Layout, Notice, type PageContext } from "../layout.js";
+import { Csrf, Layout, Notice, type PageContext, PageHead } from "../layout.js";
 
 export { ACTIONS, DataTable } from "../components.js";
 
@@ -42,12 +42,9 @@ export function SettingsLayout({
   const role = page.session?.role;
   return (
     <Layout page={page} title={title}>
-      <div class="page-head">
-        <div>
-          <h1>Settings</h1>
-          <p>{intro}</p>
-        </div>
-      </div>
+      <PageHead title="Settings">
+        <p>{intro}</p>
+      </PageHead>
       <nav class="tabs" aria-label="Settings">
         {[...SECTIONS, ...page.links.filter((l) => l.place === "settings")]
           .filter((s) => role && can(role, s.permission))

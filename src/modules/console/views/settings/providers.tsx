@@ -1,4 +1,4 @@
-import { Time } from "../components.js";
+import { TimeCell } from "../components.js";
 import type { PageContext } from "../layout.js";
 import { SettingsLayout, TablePanel } from "./layout.js";
 
@@ -27,9 +27,7 @@ export function ProvidersView({ page, providers }: { page: PageContext; provider
           <>
             <td class="mono">{p.brokerId}</td>
             <td class="mono small">{p.baseUrl}</td>
-            <td>
-              <Time iso={p.configuredAt} />
-            </td>
+            <TimeCell iso={p.configuredAt} />
           </>
         )}
       />

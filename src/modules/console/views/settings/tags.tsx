@@ -1,5 +1,5 @@
 import type { TagOptionView } from "../../../tags/index.js";
-import { Badge, Field, SubmitButton, Time } from "../components.js";
+import { Badge, Field, SubmitButton, TimeCell } from "../components.js";
 import type { PageContext } from "../layout.js";
 import { ACTIONS, FormPanel, PostButton, SettingsLayout, TablePanel } from "./layout.js";
 
@@ -33,9 +33,7 @@ export function TagsView({
               <td>
                 <Badge value={o.enabled ? "enabled" : "disabled"} />
               </td>
-              <td class="hide-narrow">
-                <Time iso={o.updatedAt} />
-              </td>
+              <TimeCell iso={o.updatedAt} narrow />
               <td>
                 <PostButton
                   page={page}
