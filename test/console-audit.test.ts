@@ -5,6 +5,7 @@ import { createTestApp, type TestApp } from "./support/app.js";
 import { runCds } from "./support/cli.js";
 import { createConsoleUser, signedIn, signIn } from "./support/console.js";
 import { adminHeaders, createKey, createTenant, enableTags, type Partner } from "./support/fixtures.js";
+import { withInjectedFailure } from "./support/openapi-check.js";
 import { amountScreen, createWorkflow, kycSubject, waitForCase } from "./support/workflows.js";
 
 /**
@@ -175,36 +176,42 @@ describe("audit rows in the change's transaction", () => {
 
     let restore = await failAuditOf(tenantId, "case.override");
     try {
-      const res = await h.app.inject({
-        method: "POST",
-        url: `/admin/cases/${caseId}/decision`,
-        headers: adminHeaders,
-        payload: { value: "approved", actor: user.userId, reason: "fine" },
-      });
+      const res = await withInjectedFailure(() =>
+        h.app.inject({
+          method: "POST",
+          url: `/admin/cases/${caseId}/decision`,
+          headers: adminHeaders,
+          payload: { value: "approved", actor: user.userId, reason: "fine" },
+        }),
+      );
       expect(res.statusCode).toBe(500);
     } finally {
       await restore();
     }
     restore = await failAuditOf(tenantId, "case.tag_add");
     try {
-      const res = await h.app.inject({
-        method: "POST",
-        url: `/cases/${caseId}/tags`,
-        headers: partner.headers,
-        payload: { tag: "vip" },
-      });
+      const res = await withInjectedFailure(() =>
+        h.app.inject({
+          method: "POST",
+          url: `/cases/${caseId}/tags`,
+          headers: partner.headers,
+          payload: { tag: "vip" },
+        }),
+      );
       expect(res.statusCode).toBe(500);
     } finally {
       await restore();
     }
     restore = await failAuditOf(tenantId, "rfi.raise");
     try {
-      const res = await h.app.inject({
-        method: "POST",
-        url: `/cases/${caseId}/rfi`,
-        headers: partner.headers,
-        payload: { to: "ada@example.com", subject: "Proof", body: "Please." },
-      });
+      const res = await withInjectedFailure(() =>
+        h.app.inject({
+          method: "POST",
+          url: `/cases/${caseId}/rfi`,
+          headers: partner.headers,
+          payload: { to: "ada@example.com", subject: "Proof", body: "Please." },
+        }),
+      );
       expect(res.statusCode).toBe(500);
     } finally {
       await restore();
