@@ -68,8 +68,12 @@ export {
   /** Writes some columns of one of the tenant's cases. */
   updateCase,
 } from "./cases.repo.js";
-/** A case as `GET /cases` lists it (the schema, for other lists of cases). */
-export { CaseSummary } from "./cases.schemas.js";
+export {
+  /** A case as `GET /cases` lists it (the schema, for other lists of cases). */
+  CaseSummary,
+  /** The types of a subject's identifiers. */
+  IDENTIFIER_TYPES,
+} from "./cases.schemas.js";
 export {
   /** A case as the statement that accepts it sees it (for `onCaseAccepted`). */
   type AcceptedCase,

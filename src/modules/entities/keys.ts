@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { IDENTIFIER_TYPES } from "../cases/index.js";
 
 // The keys a case's subject resolves to (contract section 7, "Entities"): the customer, and
 // every identifier of the person, the business and each transaction party, normalised so that
@@ -95,16 +96,10 @@ export function entityId(tenantId: string, type: string, value: string): string 
 /** The types of entities: the customer, and every identifier type but the customer id's. */
 export const ENTITY_TYPES = [
   "customer",
-  "email",
-  "phone",
-  "iban",
-  "account_number",
-  "card_fingerprint",
-  "national_id",
-  "tax_id",
-  "registration_number",
-  "device_id",
-  "ip_address",
+  ...IDENTIFIER_TYPES.filter(
+    (t): t is Exclude<(typeof IDENTIFIER_TYPES)[number], "external_customer_id"> =>
+      t !== "external_customer_id",
+  ),
 ] as const;
 
 /** One of ENTITY_TYPES. */
