@@ -194,6 +194,64 @@ export function Field({
   );
 }
 
+/** A filter's choice among `options` (value and text), or none (`any`, "Any" unless said). */
+export function FilterSelect({
+  name,
+  title,
+  value,
+  options,
+  any = "Any",
+}: {
+  name: string;
+  title: string;
+  value: string;
+  options: Array<[string, string]>;
+  any?: string;
+}) {
+  return (
+    <Field label={title}>
+      <select name={name}>
+        <option value="">{any}</option>
+        {options.map(([v, text]) => (
+          <option value={v} selected={v === value}>
+            {text}
+          </option>
+        ))}
+      </select>
+    </Field>
+  );
+}
+
+/** The links to the first page (past it) and to the next one (when there is one), and their words. */
+export function Pager({
+  first,
+  next,
+  firstText = "First page",
+  nextText = "Next page",
+}: {
+  first: string | undefined;
+  next: string | undefined;
+  firstText?: string;
+  nextText?: string;
+}) {
+  return (
+    <div class="pager">
+      {first === undefined ? (
+        <span />
+      ) : (
+        <a class="button" href={first}>
+          {firstText}
+        </a>
+      )}
+      {next === undefined ? null : (
+        <a class="button" href={next} rel="next">
+          {nextText}
+        </a>
+      )}
+    </div>
+  );
+}
+
 /** A form's main button. */
 export function SubmitButton({ children }: { children: ComponentChildren }) {
   return (
