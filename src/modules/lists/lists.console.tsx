@@ -74,9 +74,9 @@ function ListsPage({ page, lists, notice }: { page: PageContext; lists: ListView
             rows={lists}
             empty="No lists yet."
             columns={[
-              { head: "List" },
-              { head: "Description" },
-              { head: "Rule" },
+              "List",
+              "Description",
+              "Rule",
               { head: "Values", num: true },
               { head: "Changed", narrow: true },
             ]}
@@ -153,7 +153,7 @@ function ListPage({
             caption={`Values of ${list.listId}`}
             rows={values}
             empty={prefix ? "No value starts with this." : "The list is empty."}
-            columns={[{ head: "Value" }, ACTIONS]}
+            columns={["Value", ACTIONS]}
             row={(v) => (
               <>
                 <td class="mono">{v}</td>

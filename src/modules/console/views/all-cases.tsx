@@ -203,12 +203,12 @@ export function AllCasesView({
           keyboard
           columns={[
             ...(canAct ? [{ head: <span class="skip">Choose</span> }] : []),
-            { head: "Case" },
-            { head: "Status" },
-            { head: "Type" },
+            "Case",
+            "Status",
+            "Type",
             { head: "Customer", narrow: true },
             { head: "Assignee", narrow: true },
-            { head: "Due" },
+            "Due",
             { head: "Created", narrow: true },
           ]}
           rows={view.rows}

@@ -132,7 +132,7 @@ export function AuditPageView({
       ) : (
         <DataTable
           caption="Audit log"
-          columns={["When", "Who", "What", "On", "Before", "After"].map((head) => ({ head }))}
+          columns={["When", "Who", "What", "On", "Before", "After"]}
           rows={rows}
           row={(r) => (
             <>

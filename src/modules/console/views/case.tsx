@@ -484,11 +484,11 @@ function DeliveriesPanel({ screen }: { screen: CaseScreen }) {
         rows={screen.deliveries}
         empty="No webhook has been sent about this case."
         columns={[
-          { head: "Event" },
-          { head: "Status" },
-          { head: "Attempts (time, duration, answer)" },
+          "Event",
+          "Status",
+          "Attempts (time, duration, answer)",
           { head: "Endpoint", narrow: true },
-          { head: "Created" },
+          "Created",
         ]}
         row={(d) => (
           <>

@@ -136,7 +136,8 @@ export function DataTable<T>({
   keyboard,
 }: {
   rows: readonly T[];
-  columns: Column[];
+  /** Each a column, or the text of a plain column's head. */
+  columns: Array<Column | string>;
   row: (item: T) => ComponentChildren;
   empty?: string;
   caption?: string;
@@ -149,14 +150,17 @@ export function DataTable<T>({
         {caption === undefined ? null : <caption class="skip">{caption}</caption>}
         <thead>
           <tr>
-            {columns.map((c) => (
-              <th
-                scope="col"
-                class={[c.num ? "num" : "", c.narrow ? "hide-narrow" : ""].join(" ").trim() || undefined}
-              >
-                {c.head}
-              </th>
-            ))}
+            {columns.map((c) => {
+              const { head, num, narrow }: Column = typeof c === "string" ? { head: c } : c;
+              return (
+                <th
+                  scope="col"
+                  class={[num ? "num" : "", narrow ? "hide-narrow" : ""].join(" ").trim() || undefined}
+                >
+                  {head}
+                </th>
+              );
+            })}
           </tr>
         </thead>
         <tbody>

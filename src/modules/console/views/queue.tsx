@@ -67,9 +67,9 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
           caption={`${TAB_TITLES[f.status]} cases, oldest first`}
           keyboard
           columns={[
-            { head: "Case" },
-            { head: "Status" },
-            { head: "Type" },
+            "Case",
+            "Status",
+            "Type",
             { head: "Workflow", narrow: true },
             { head: "Customer", narrow: true },
             { head: "Age", num: true },

@@ -39,8 +39,8 @@ export function WebhooksView({
             rows={configs}
             empty="No endpoint is configured: events are recorded but not sent."
             columns={[
-              { head: "Key" },
-              { head: "URL" },
+              "Key",
+              "URL",
               { head: "Signing secret", narrow: true },
               { head: "Attempts", num: true, narrow: true },
               ACTIONS,
@@ -169,11 +169,11 @@ export function WebhooksView({
           rows={log.deliveries}
           empty="No deliveries."
           columns={[
-            { head: "Event" },
-            { head: "Status" },
-            { head: "Attempts (time, duration, answer)" },
+            "Event",
+            "Status",
+            "Attempts (time, duration, answer)",
             { head: "Case", narrow: true },
-            { head: "Created" },
+            "Created",
             ACTIONS,
           ]}
           row={(d) => (
