@@ -30,18 +30,6 @@ export async function insertAudit(db: Executor, e: AuditEntry): Promise<void> {
     .execute();
 }
 
-/** The tenant's audit log, newest first, keyset-paged by id. */
-export function listAudit(
-  db: Executor,
-  tenantId: string,
-  limit: number,
-  beforeId?: number,
-): Promise<AuditRow[]> {
-  let query = db.selectFrom("console_audit").selectAll().where("tenant_id", "=", tenantId);
-  if (beforeId !== undefined) query = query.where("id", "<", beforeId);
-  return query.orderBy("id", "desc").limit(limit).execute();
-}
-
 /** What the audit log is filtered by. */
 export interface AuditFilters {
   actor?: string;

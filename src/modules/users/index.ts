@@ -7,7 +7,6 @@ export {
   type AuditFilters,
   type AuditRow,
   insertAudit,
-  listAudit,
   searchAudit,
 } from "./audit.repo.js";
 export { can, type Permission, permissionsOf, ROLES, type Role } from "./roles.js";
