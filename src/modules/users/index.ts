@@ -3,7 +3,7 @@ import { usersCli } from "./users.cli.js";
 import { usersRoutes } from "./users.routes.js";
 
 export {
-  type AuditEntry,
+  type AuditBy,
   type AuditFilters,
   type AuditRow,
   insertAudit,
