@@ -60,6 +60,11 @@ export const ERRORS = {
   invalid_field_value: { status: 422, meaning: "An answer field's value cannot be stored (`key`)." },
   fields_too_large: { status: 422, meaning: "The answer's fields exceed their size limit." },
   too_many_documents: { status: 422, meaning: "The answer lists more documents than allowed." },
+  document_replaced: {
+    status: 409,
+    meaning:
+      "The stored document was written again after it was attached (a storage server that ignores `If-None-Match`); the attached bytes are gone.",
+  },
   upload_limit_reached: { status: 422, meaning: "No more upload slots: 30 per request or 100 per case." },
   rfi_limit_reached: {
     status: 409,
