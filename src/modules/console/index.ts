@@ -65,6 +65,8 @@ export {
   DataTable,
   /** A labelled form field: the label's text, an optional hint, then the control. */
   Field,
+  /** The options of a select, each value shown as it is, one of them chosen. */
+  Options,
   /** A titled section of a page. */
   Panel,
   /** A form's main button. */
