@@ -73,6 +73,11 @@ export const ERRORS = {
     status: 409,
     meaning: "A published workflow version reads the list (`details` names each version).",
   },
+  // Backtests.
+  backtest_limit_reached: {
+    status: 409,
+    meaning: "The tenant has 3 backtests running, the most it may run at once.",
+  },
   // Requests refused by the HTTP parser before any route runs.
   request_timeout: { status: 408, meaning: "The request was not received in time." },
   headers_too_large: { status: 431, meaning: "The request's headers are larger than the service accepts." },
