@@ -118,7 +118,7 @@ function timedOut(
 
 /** The vendor's error a step recorded: in its facts, or (steps recorded before them) its output or message. */
 function recordedError(node: ProviderNode, step: RecordedStep): string | undefined {
-  if (typeof step.explain?.error === "string") return step.explain.error;
+  if (typeof step.explain?.vendorError === "string") return step.explain.vendorError;
   if (step.status === "failed" && step.error !== null) {
     const prefix = `node ${node.id}: provider ${node.provider} failed: `;
     return step.error.startsWith(prefix) ? step.error.slice(prefix.length) : step.error;
@@ -257,7 +257,7 @@ export const providerNode: NodeType<ProviderNode> = {
     if (!c.ok) {
       await insertRun(tx, kase.tenantId, { ...run, status: "failed", error: c.error });
       // The error is recorded with the step, for a backtest to replay it.
-      return vendorFailed(node, c.error, { ...explain, error: c.error });
+      return vendorFailed(node, c.error, { ...explain, vendorError: c.error });
     }
     const { result } = c;
     if (result.kind === "completed") {
