@@ -63,8 +63,12 @@ export {
   ACTIONS,
   /** A table of rows, or a line saying there are none. */
   DataTable,
+  /** A labelled form field: the label's text, an optional hint, then the control. */
+  Field,
   /** A titled section of a page. */
   Panel,
+  /** A form's main button. */
+  SubmitButton,
   /** A timestamp as the console shows it (a dash when there is none). */
   Time,
 } from "./views/components.js";

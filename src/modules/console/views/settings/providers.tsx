@@ -22,7 +22,7 @@ export function ProvidersView({ page, providers }: { page: PageContext; provider
         title="Configured providers"
         rows={providers}
         empty="No provider is configured for your team. Ask your operator to configure one."
-        columns={[{ head: "Provider" }, { head: "Base URL" }, { head: "Configured" }]}
+        columns={["Provider", "Base URL", "Configured"]}
         row={(p) => (
           <>
             <td class="mono">{p.brokerId}</td>
