@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runBacktest } from "../src/modules/backtests/backtests.runner.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import type { JobWorker } from "../src/platform/jobs.js";
 import { ADMIN_TOKEN, createTestApp, type TestApp } from "./support/app.js";
@@ -619,6 +620,36 @@ describe("running backtests", () => {
       `/admin/tenants/${partner.tenantId}/backtests/${list[0]?.backtestId}/cancel`,
     );
     expect(ended.statusCode).toBe(409);
+  });
+});
+
+describe("a backtest run twice at once", () => {
+  it("counts each case once, whichever run records it (as after a crash, when its job runs again)", async () => {
+    const partner = await createPartner(h.app);
+    await createWorkflow(h.app, partner.tenantId, "pay", screenAt(1000));
+    for (const amount of [100, 2000, 300, 4000, 500]) await submit(partner, "pay", { amount });
+    await worker.stop();
+    let started: Json;
+    try {
+      started = await start(partner.tenantId, { workflowId: "pay", version: 1 });
+      const payload = { tenantId: partner.tenantId, backtestId: started.backtestId as string };
+      await Promise.all([
+        runBacktest(h.ctx, payload),
+        runBacktest(h.ctx, payload),
+        runBacktest(h.ctx, payload),
+      ]);
+    } finally {
+      worker = await h.startWorker();
+    }
+    const done = await finished(partner.tenantId, started.backtestId);
+    expect(done).toMatchObject({ status: "completed", total: 5, done: 5 });
+    expect(done.summary).toMatchObject({
+      decisions: { approved: { approved: 3 }, in_review: { in_review: 2 } },
+      changed: 0,
+      unchanged: 5,
+    });
+    expect(done.summary.nodes).toContainEqual({ nodeId: "screen", reached: 5, reachedBefore: 5 });
+    expect(await casesOf(partner.tenantId, started.backtestId)).toHaveLength(5);
   });
 });
 
