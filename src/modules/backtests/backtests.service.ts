@@ -75,18 +75,37 @@ export function emptySummary(): StoredSummary {
   return { decisions: {}, changed: 0, unchanged: 0, needsInput: 0, errors: 0, nodes: {} };
 }
 
-function summaryView(s: StoredSummary): SummaryView {
+/** The summary, its nodes in the order the candidate defines them (any other after them, by id). */
+function summaryView(s: StoredSummary, order: readonly string[]): SummaryView {
+  const rank = (id: string) => {
+    const at = order.indexOf(id);
+    return at < 0 ? order.length : at;
+  };
+  const nodes = Object.entries(s.nodes).map(([nodeId, n]) => ({ nodeId, ...n }));
+  nodes.sort((a, b) => rank(a.nodeId) - rank(b.nodeId) || a.nodeId.localeCompare(b.nodeId));
   return {
     decisions: s.decisions,
     changed: s.changed,
     unchanged: s.unchanged,
     needsInput: s.needsInput,
     errors: s.errors,
-    nodes: Object.entries(s.nodes).map(([nodeId, n]) => ({ nodeId, ...n })),
+    nodes,
   };
 }
 
-export function backtestView(row: BacktestRow): BacktestView {
+/** The backtest as the API shows it, with its candidate's node order (the compiled version is cached). */
+async function viewOf(ctx: AppContext, row: BacktestRow): Promise<BacktestView> {
+  const wf = await getCompiledWorkflow(
+    ctx.nodeTypes,
+    ctx.db.root,
+    row.tenant_id,
+    row.workflow_id,
+    row.version,
+  );
+  return backtestView(row, wf ? [...wf.nodes.keys()] : []);
+}
+
+function backtestView(row: BacktestRow, order: readonly string[]): BacktestView {
   return {
     backtestId: row.id,
     workflowId: row.workflow_id,
@@ -98,7 +117,7 @@ export function backtestView(row: BacktestRow): BacktestView {
     status: row.status,
     total: row.total ?? 0,
     done: row.done,
-    summary: summaryView(row.summary),
+    summary: summaryView(row.summary, order),
     error: row.error,
     createdAt: row.created_at.toISOString(),
     finishedAt: row.finished_at?.toISOString() ?? null,
@@ -168,7 +187,7 @@ export async function startBacktest(
     });
     return created;
   });
-  return backtestView(row);
+  return backtestView(row, [...wf.nodes.keys()]);
 }
 
 async function requireBacktest(ctx: AppContext, tenantId: string, backtestId: string): Promise<BacktestRow> {
@@ -183,7 +202,7 @@ export async function getBacktest(
   tenantId: string,
   backtestId: string,
 ): Promise<BacktestView> {
-  return backtestView(await requireBacktest(ctx, tenantId, backtestId));
+  return viewOf(ctx, await requireBacktest(ctx, tenantId, backtestId));
 }
 
 export async function getBacktests(
@@ -192,7 +211,7 @@ export async function getBacktests(
 ): Promise<{ backtests: BacktestView[] }> {
   await requireTenant(ctx.db.root, tenantId);
   const rows = await listBacktests(ctx.db.root, tenantId, BACKTEST_LIMITS.listed);
-  return { backtests: rows.map(backtestView) };
+  return { backtests: await Promise.all(rows.map((row) => viewOf(ctx, row))) };
 }
 
 /** Cancels a running backtest: its job stops before its next batch; what it replayed stays. */
@@ -212,7 +231,7 @@ export async function cancelBacktest(
     await updateBacktest(tx, tenantId, backtestId, { status: "cancelled", finished: true });
     return (await findBacktest(tx, tenantId, backtestId)) as BacktestRow;
   });
-  return backtestView(row);
+  return viewOf(ctx, row);
 }
 
 export interface CaseResultView {
