@@ -29,6 +29,7 @@ export const ERRORS = {
   invalid_field_value: 422,
   fields_too_large: 422,
   too_many_documents: 422,
+  document_replaced: 409,
   upload_limit_reached: 422,
   rfi_limit_reached: 409,
   // Tags.
@@ -36,6 +37,8 @@ export const ERRORS = {
   // Lists.
   list_full: 409,
   list_in_use: 409,
+  // Backtests.
+  backtest_limit_reached: 409,
   // Requests refused by the HTTP parser before any route runs.
   request_timeout: 408,
   headers_too_large: 431,
