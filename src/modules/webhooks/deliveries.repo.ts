@@ -1,5 +1,5 @@
 import { type Selectable, sql } from "kysely";
-import { type Db, type Executor, findRow } from "../../platform/db/index.js";
+import { type Db, type Executor, findRow, findRows } from "../../platform/db/index.js";
 import type { WebhookConfigRow } from "./webhook-configs.repo.js";
 import type {
   DeliveryStatus,
@@ -254,15 +254,8 @@ export function listDeliveries(
 }
 
 export function listAttempts(db: Executor, tenantId: string, deliveryIds: string[]): Promise<AttemptRow[]> {
-  if (deliveryIds.length === 0) return Promise.resolve([]);
-  return db
-    .selectFrom("webhook_attempts")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("delivery_id", "in", deliveryIds)
-    .orderBy("delivery_id")
-    .orderBy("attempt")
-    .execute();
+  const match = { tenant_id: tenantId, delivery_id: deliveryIds };
+  return findRows(db, "webhook_attempts", match, ["delivery_id", "attempt"]);
 }
 
 /** A delivery by id alone (the operator's redelivery names no tenant); locked when asked. */
