@@ -150,6 +150,7 @@ export {
   findRows,
   type Match,
   type OrderBy,
+  type Row,
   type Table,
   updateRows,
   upsertRow,
