@@ -95,6 +95,8 @@ export {
   FieldError,
   /** What a refused form could not place beside a field, at the top of the form. */
   FormError,
+  /** A labelled field of a form, with its problem beside it when the form was refused. */
+  FormField,
   /** The value a field of a refused form keeps, else its default. */
   kept,
   /** The page frame: head, top bar, navigation, main. */

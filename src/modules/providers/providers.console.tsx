@@ -129,7 +129,7 @@ function providerRoutes(scope: App, ctx: AppContext): void {
               caption="Configured providers"
               rows={configs}
               empty="No provider is configured for your team. Ask your operator to configure one."
-              columns={[{ head: "Provider" }, { head: "Base URL" }, { head: "Configured" }]}
+              columns={["Provider", "Base URL", "Configured"]}
               row={(p) => (
                 <>
                   <td class="mono">{p.brokerId}</td>

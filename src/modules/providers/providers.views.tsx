@@ -6,6 +6,7 @@ import {
   Field,
   FieldError,
   FormError,
+  FormField,
   kept,
   label,
   Panel,
@@ -167,10 +168,15 @@ function HitCard({
               ))}
               <FieldError page={page} form={form} field="verdict" />
             </fieldset>
-            <Field label="Reason" hint="required; kept in the audit log">
+            <FormField
+              page={page}
+              form={form}
+              field="reason"
+              label="Reason"
+              hint="required; kept in the audit log"
+            >
               <textarea name="reason" required maxLength={2000} value={kept(page, form, "reason")} />
-            </Field>
-            <FieldError page={page} form={form} field="reason" />
+            </FormField>
             <SubmitButton>Record the verdict</SubmitButton>
           </form>
         </details>

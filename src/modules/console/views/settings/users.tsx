@@ -69,7 +69,7 @@ export function UsersView({
           id="users"
           title="Users"
           rows={users}
-          columns={[{ head: "Name" }, { head: "Role" }, { head: "State" }, ACTIONS]}
+          columns={["Name", "Role", "State", ACTIONS]}
           row={(u) => (
             <>
               <td>
