@@ -73,6 +73,8 @@ export const AUDIT_ACTIONS: Record<string, string> = {
   "list.set": "Changed a list",
   "list.values": "Changed a list's values",
   "list.delete": "Deleted a list",
+  "screening.review": "Gave a verdict on a screening hit",
+  "provider.action": "Ran a provider action",
 };
 
 function Target({ target, names }: { target: string; names: ReadonlyMap<string, string> }) {
