@@ -77,12 +77,12 @@ export {
   DataTable,
   /** A labelled form field: the label's text, an optional hint, then the control. */
   Field,
-  /** The options of a select, each value shown as it is, one of them chosen. */
-  Options,
   /** Nested JSON as a list of dotted paths and their values. */
   Fields,
   /** A value's underscores as spaces (`not_a_match` → `not a match`). */
   label,
+  /** The options of a select, each value shown as it is, one of them chosen. */
+  Options,
   /** A titled section of a page. */
   Panel,
   /** A form's main button. */
