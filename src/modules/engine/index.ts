@@ -83,6 +83,10 @@ export {
   type PausedNode,
 } from "./callbacks.service.js";
 export {
+  /** An event a node emits about its case (`node.notification`, …), in the spec's camelCase. */
+  nodeEvent,
+} from "./nodes/node-event.js";
+export {
   /** What a backtest made of one past case: before (the workflow's own decision and path) and after. */
   type Replayed,
   /** Replays past cases on a candidate version through the live node types, reading only. */

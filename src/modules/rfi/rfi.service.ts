@@ -218,15 +218,30 @@ export async function listRequestsOfCase(
   return withAnswers(ctx.db.root, tenantId, await listRequests(ctx.db.root, tenantId, caseId));
 }
 
+/**
+ * An operator's change of a case's request (the tenant is the case's): `change` gets the request,
+ * locked, in the transaction, and gives it back as it leaves it.
+ */
+async function changeRequest(
+  ctx: AppContext,
+  caseId: string,
+  rfiId: string,
+  change: (tx: Tx, current: RfiRow, tenantId: string) => Promise<RfiRow>,
+): Promise<InformationRequestView> {
+  const tenantId = await tenantOfCase(ctx, caseId);
+  const row = await ctx.db.transaction(async (tx) =>
+    change(tx, await requireRequest(tx, tenantId, caseId, rfiId, true), tenantId),
+  );
+  return toRequestView(row, []);
+}
+
 /** Raises the pending request's `case.rfi_requested` again: same `rfi_id`, fresh `webhookId`. */
-export async function remindRequest(
+export function remindRequest(
   ctx: AppContext,
   caseId: string,
   rfiId: string,
 ): Promise<InformationRequestView> {
-  const tenantId = await tenantOfCase(ctx, caseId);
-  const row = await ctx.db.transaction(async (tx) => {
-    const current = await requireRequest(tx, tenantId, caseId, rfiId, true);
+  return changeRequest(ctx, caseId, rfiId, async (tx, current, tenantId) => {
     const found = await requireCase(tx, tenantId, caseId);
     checkCaseOpen(found);
     checkPending(current);
@@ -234,22 +249,19 @@ export async function remindRequest(
     await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
     return reminded;
   });
-  return toRequestView(row, []);
 }
 
 /**
  * Cancels a pending request; a workflow node waiting on it continues (`onCancelled`).
  * Cancelling a cancelled request again changes nothing; an answered or expired one is 409.
  */
-export async function cancelRequest(
+export function cancelRequest(
   ctx: AppContext,
   caseId: string,
   rfiId: string,
   actor: string | undefined,
 ): Promise<InformationRequestView> {
-  const tenantId = await tenantOfCase(ctx, caseId);
-  const row = await ctx.db.transaction(async (tx) => {
-    const current = await requireRequest(tx, tenantId, caseId, rfiId, true);
+  return changeRequest(ctx, caseId, rfiId, async (tx, current, tenantId) => {
     if (current.status === "cancelled") return current;
     if (current.status !== "pending") {
       throw new AppError("not_pending", `the information request is ${current.status}, not pending`);
@@ -262,5 +274,4 @@ export async function cancelRequest(
     await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "cancelled");
     return cancelled;
   });
-  return toRequestView(row, []);
 }

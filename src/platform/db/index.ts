@@ -145,6 +145,7 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
 export { keysetPage } from "./keyset.js";
 export {
   deleteRows,
+  type Filter,
   findRow,
   findRows,
   type Match,
