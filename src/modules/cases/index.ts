@@ -87,6 +87,12 @@ export {
   caseSeamOf,
 } from "./cases.seam.js";
 export {
+  /** Runs a case submission on any version of a workflow as a dry run (the operator API's, the console's). */
+  dryRunCase,
+  /** Every problem of a case submission (structure and the workflow's input schema), for a dry run. */
+  submissionProblems,
+} from "./cases.service.js";
+export {
   /** A case as the partner API shows it (GET /cases/{caseId}). */
   type CaseRecordView,
   /** A case of the tenant as the partner API shows it; 404 for an unknown or another tenant's case. */
