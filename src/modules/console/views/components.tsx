@@ -23,6 +23,11 @@ const STATUS_TONE: Record<string, Tone> = {
   active: "green",
   enabled: "green",
   disabled: "grey",
+  match: "red",
+  not_a_match: "green",
+  not_reviewed: "amber",
+  ok: "green",
+  timed_out: "grey",
 };
 
 export function label(value: string): string {
@@ -195,6 +200,19 @@ export function Field({
       )}
       {children}
     </label>
+  );
+}
+
+/** The `<option>`s of `values`, each shown as it is, with `selected` chosen. */
+export function Options({ values, selected }: { values: readonly string[]; selected: string }) {
+  return (
+    <>
+      {values.map((v) => (
+        <option value={v} selected={v === selected}>
+          {v}
+        </option>
+      ))}
+    </>
   );
 }
 
