@@ -182,11 +182,7 @@ export async function startBacktest(
       sample: body.sample ?? null,
       summary: emptySummary(),
     });
-    await insertAudit(tx, {
-      tenantId,
-      actor,
-      action: "backtest.start",
-      target: `workflow:${body.workflowId}`,
+    await insertAudit(tx, { tenantId, actor }, "backtest.start", `workflow:${body.workflowId}`, {
       after: { backtestId: created.id, version: body.version, from: body.from, to: body.to },
     });
     await enqueue(tx, {

@@ -142,11 +142,7 @@ export async function publishVersion(
     const publishedAt = await markPublished(tx, tenantId, workflowId, version);
     if (!publishedAt) throw notFound(`version ${version} of workflow ${workflowId}`);
     await setCurrentVersion(tx, tenantId, workflowId, version);
-    await insertAudit(tx, {
-      tenantId,
-      actor,
-      action: "workflow.publish",
-      target: `workflow:${workflowId}`,
+    await insertAudit(tx, { tenantId, actor }, "workflow.publish", `workflow:${workflowId}`, {
       after: { version },
     });
     return { workflowId, version, publishedAt: publishedAt.toISOString(), current: true };
