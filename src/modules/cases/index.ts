@@ -89,10 +89,14 @@ export {
 export {
   /** A case as the partner API shows it (GET /cases/{caseId}). */
   type CaseRecordView,
+  /** Runs a case submission on any version of a workflow as a dry run (the operator API's, the console's). */
+  dryRunCase,
   /** A case of the tenant as the partner API shows it; 404 for an unknown or another tenant's case. */
   getCase,
   /** The tenant's cases of some ids as `GET /cases` lists them, in the order of the ids. */
   getCaseSummaries,
+  /** Every problem of a case submission (structure and the workflow's input schema), for a dry run. */
+  submissionProblems,
 } from "./cases.service.js";
 export {
   /** Adds an internal comment to a case, with its audit row. */

@@ -119,6 +119,8 @@ export {
   getWorkflows,
   /** The lists the tenant's published versions read, each with the versions reading it. */
   listsInUse,
+  /** Publishes a version and makes it current, in the audit log with its actor. */
+  publishVersion,
   /** The version a new case runs on (`POST /cases`) */
   resolveSubmissionWorkflow,
 } from "./workflows.service.js";
