@@ -1,6 +1,6 @@
 import type { AppContext } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
-import type { Tx } from "../../platform/db/index.js";
+import type { Executor, Tx } from "../../platform/db/index.js";
 import type { ClaimToken } from "../../platform/jobs.js";
 import type { DecisionEntry } from "../case-model/index.js";
 import type { CaseRow } from "../cases/index.js";
@@ -15,19 +15,42 @@ import {
   NodeEvaluationError,
   type NodeOutcome,
   type NodeType,
+  Offloads,
+  ThreadNeeded,
   withListLookups,
+  withOffloads,
 } from "../workflows/index.js";
 import { emptyPlan, failCase, nodeCaseOf, nodeOf, type Planned, stepRecord, variablesOf } from "./plan.js";
-import { CALL_JOB, stepJob, waitTimeoutJob } from "./step-jobs.js";
+import { CALL_JOB, type EvaluationJobPayload, evaluationJob, stepJob, waitTimeoutJob } from "./step-jobs.js";
 
 /** How many rounds of list lookups one node evaluation may ask for. */
 const LOOKUP_ROUNDS = 8;
+/** How many of one node's expressions may go to a thread (each is one more round). */
+export const THREAD_ROUNDS = 16;
+
+/** A node evaluation that handed an expression over to a thread (decision 0024). */
+interface ThreadWanted {
+  kind: "thread";
+  wanted: EvaluationJobPayload["expression"];
+  /** The list answers the node evaluation had learned. */
+  answers: EvaluationJobPayload["answers"];
+}
+
+/** What a node evaluation starts with when an `engine.evaluate` job ran some of it on a thread. */
+export interface ThreadResults {
+  offloads: Offloads;
+  lookups: ListLookups;
+  rounds: number;
+}
 
 /**
  * Evaluates a node; an expression that fails, or a value the node cannot use, fails the case.
  * An expression that reads a list answer it does not have yet ends the attempt: the answers are
  * looked up (all of one attempt in one query, in the step's transaction) and the node is
  * evaluated again with fresh variables, so that only the last attempt counts (and is metered).
+ * An expression that passes its allowance on the event loop ends the evaluation with the
+ * expression it handed over: the chain stops there, and an `engine.evaluate` job evaluates it
+ * on a thread, with no transaction open, then the node again with its result (decision 0024).
  * The list answers the node read are recorded with its step (`lists` in its trace entry).
  */
 async function evaluate(
@@ -35,19 +58,27 @@ async function evaluate(
   node: CompiledNode,
   input: Omit<Parameters<NodeType["evaluate"]>[1], "vars">,
   vars: () => ExpressionVariables,
-): Promise<NodeOutcome> {
-  const lookups = new ListLookups();
+  { offloads, lookups }: ThreadResults,
+): Promise<NodeOutcome | ThreadWanted> {
   try {
     for (let round = 0; ; round++) {
       try {
-        const outcome = await type.evaluate(node, { ...input, vars: withListLookups(vars(), lookups) });
+        const outcome = await type.evaluate(node, {
+          ...input,
+          vars: withOffloads(withListLookups(vars(), lookups), offloads),
+        });
         return withListAnswers(outcome, lookups);
       } catch (err) {
+        if (err instanceof ThreadNeeded) {
+          const wanted = offloads.takeWanted();
+          if (!wanted) throw new Error(`node ${node.id} asked for a thread without saying for what`);
+          return { kind: "thread", wanted, answers: lookups.read() };
+        }
         if (!(err instanceof LookupsNeeded)) throw err;
         if (round >= LOOKUP_ROUNDS) {
           throw new NodeEvaluationError(node.id, `read lists more than ${LOOKUP_ROUNDS} times in a row`);
         }
-        await lookUp(input, lookups, node.id);
+        await lookUp(input.ctx, input.tx, input.case.tenantId, lookups, node.id);
       }
     }
   } catch (err) {
@@ -58,15 +89,18 @@ async function evaluate(
   }
 }
 
-async function lookUp(
-  input: Omit<Parameters<NodeType["evaluate"]>[1], "vars">,
+/** Looks up the list answers an evaluation asked for and did not have. */
+export async function lookUp(
+  ctx: AppContext,
+  db: Executor,
+  tenantId: string,
   lookups: ListLookups,
   nodeId: string,
 ): Promise<void> {
-  const lists = input.ctx.lists;
+  const lists = ctx.lists;
   const probes = lookups.takeMissing();
   if (!lists) throw new NodeEvaluationError(nodeId, "reads lists, which this service does not keep");
-  const found = await lists.contains(input.tx, input.case.tenantId, probes);
+  const found = await lists.contains(db, tenantId, probes);
   probes.forEach((probe, i) => {
     const answer = found[i];
     if (answer === undefined) {
@@ -93,6 +127,8 @@ interface ChainStart {
   claim: ClaimToken | undefined;
   /** The result of an external node's call, when the chain starts at that node. */
   called?: { value: unknown };
+  /** The first node's expressions already evaluated on a thread, and how many rounds that took. */
+  threads?: ThreadResults;
 }
 
 /**
@@ -126,12 +162,47 @@ export async function runChain(
       return plan;
     }
     const startedAt = new Date();
-    const outcome = await evaluate(
+    const threads =
+      first && start.threads
+        ? start.threads
+        : { offloads: new Offloads(), lookups: new ListLookups(), rounds: 0 };
+    const evaluated = await evaluate(
       type,
       node,
       { ctx, tx, case: kase, seq, ...(first && start.called ? { called: start.called.value } : {}) },
       () => variablesOf(row, start.attributes, outputs),
+      threads,
     );
+    if (evaluated.kind === "thread" && threads.rounds < THREAD_ROUNDS) {
+      // Like a call outside the service: the chain stops here and a job evaluates the expression
+      // on a thread with no transaction open, then this node again (decision 0024).
+      const job = {
+        ...evaluationJob(row, seq, nodeId, {
+          expression: evaluated.wanted,
+          round: threads.rounds + 1,
+          results: threads.offloads.entries(),
+          answers: evaluated.answers,
+        }),
+        ...(start.claim ? { claimedBy: start.claim } : {}),
+      };
+      plan.write.jobs.push(job);
+      if (start.claim) plan.continuation = job;
+      plan.write.state = {
+        ...plan.write.state,
+        status: "running",
+        stepSeq: seq - 1,
+        currentNodeId: nodeId,
+        nodeOutputs: outputs,
+      };
+      return plan;
+    }
+    const outcome: NodeOutcome =
+      evaluated.kind === "thread"
+        ? {
+            kind: "fail",
+            message: `node ${nodeId} needed a thread for more than ${THREAD_ROUNDS} expressions`,
+          }
+        : evaluated;
     const step = stepRecord(row, { seq, nodeId, nodeType: node.type, startedAt }, outcome);
     plan.write.inserts.push(step);
     plan.write.state = { ...plan.write.state, stepSeq: seq };
