@@ -1,6 +1,6 @@
 import { type Actor, type AppContext, actorLabel } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
-import type { Executor, Tx } from "../../platform/db/index.js";
+import type { Executor, InSameTransaction, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { isCaseStatus, isTerminal } from "../case-model/index.js";
 import { type CaseFacts, findCaseFacts, findCaseTenant } from "../cases/index.js";
@@ -227,18 +227,20 @@ export async function remindRequest(
   ctx: AppContext,
   caseId: string,
   rfiId: string,
+  also?: InSameTransaction<InformationRequestView>,
 ): Promise<InformationRequestView> {
   const tenantId = await tenantOfCase(ctx, caseId);
-  const row = await ctx.db.transaction(async (tx) => {
+  return ctx.db.transaction(async (tx) => {
     const current = await requireRequest(tx, tenantId, caseId, rfiId, true);
     const found = await requireCase(tx, tenantId, caseId);
     checkCaseOpen(found);
     checkPending(current);
     const reminded = await recordReminder(tx, tenantId, rfiId);
     await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
-    return reminded;
+    const view = toRequestView(reminded, []);
+    await also?.(tx, view);
+    return view;
   });
-  return toRequestView(row, []);
 }
 
 /**
@@ -250,11 +252,12 @@ export async function cancelRequest(
   caseId: string,
   rfiId: string,
   actor: string | undefined,
+  also?: InSameTransaction<InformationRequestView>,
 ): Promise<InformationRequestView> {
   const tenantId = await tenantOfCase(ctx, caseId);
-  const row = await ctx.db.transaction(async (tx) => {
+  return ctx.db.transaction(async (tx) => {
     const current = await requireRequest(tx, tenantId, caseId, rfiId, true);
-    if (current.status === "cancelled") return current;
+    if (current.status === "cancelled") return toRequestView(current, []);
     if (current.status !== "pending") {
       throw new AppError("not_pending", `the information request is ${current.status}, not pending`);
     }
@@ -264,7 +267,8 @@ export async function cancelRequest(
     });
     if (!cancelled) throw new Error("a locked pending request could not be cancelled");
     await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "cancelled");
-    return cancelled;
+    const view = toRequestView(cancelled, []);
+    await also?.(tx, view);
+    return view;
   });
-  return toRequestView(row, []);
 }
