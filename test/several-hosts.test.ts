@@ -344,8 +344,10 @@ it.skipIf(!SERVER_URL)(
     };
     receiver.on("/hooks/default", onEvent).on("/hooks/idv", onEvent);
 
-    // Submissions through both API processes, four at a time.
+    // Submissions through both API processes, four at a time, each with its idempotency key: a
+    // retry through the other process after a lost answer (A killed) finds the case A created.
     const accepted: string[] = [];
+    let retriedToExisting = 0;
     let next = 0;
     const submitter = async () => {
       while (next < CASES) {
@@ -359,9 +361,11 @@ it.skipIf(!SERVER_URL)(
             type: "KYC",
             payload: { n: i },
             subject: kycSubject,
+            idempotencyKey: `load-${i}`,
           });
         }).catch((err: Error) => ({ status: 0, body: { error: err.message }, raw: Buffer.alloc(0) }));
-        if (res.status === 201) {
+        if (res.status === 201 || res.status === 200) {
+          if (res.status === 200) retriedToExisting++;
           accepted.push(res.body.caseId);
           submittedThrough.set(res.body.caseId, through);
         }
@@ -409,10 +413,14 @@ it.skipIf(!SERVER_URL)(
     // Every accepted case decided, once.
     const cases = await db.root
       .selectFrom("cases")
-      .select(["id", "status", "decision_history"])
+      .select(["id", "status", "decision_history", "payload"])
       .where("tenant_id", "=", tenantId)
       .execute();
     expect(accepted.length).toBeGreaterThan(CASES / 2);
+    // No submission made two cases, whichever process its retry reached.
+    const submissions = cases.map((c) => (c.payload as { n: number }).n);
+    expect(new Set(submissions).size).toBe(cases.length);
+    expect(new Set(accepted).size).toBe(accepted.length);
     const byId = new Map(cases.map((c) => [c.id, c]));
     for (const id of accepted) expect(byId.get(id)?.status, id).toBe("decided");
     for (const c of cases) {
@@ -476,7 +484,7 @@ it.skipIf(!SERVER_URL)(
       .execute();
     expect(all.filter((d) => !received.has(d.webhook_id))).toEqual([]);
     process.stdout.write(
-      `several hosts: ${cases.length} cases (${accepted.length} answered 201), ${documents.length} documents, ${all.length} webhooks, killed at ${decidedAtKill} decided, mount namespaces: ${namespaces.ok}\n`,
+      `several hosts: ${cases.length} cases (${accepted.length} answered, ${retriedToExisting} of them by a retry finding the case), ${documents.length} documents, ${all.length} webhooks, killed at ${decidedAtKill} decided, mount namespaces: ${namespaces.ok}\n`,
     );
     for (const host of [hosts.b, hosts.worker, a2]) {
       host.child.kill("SIGTERM");

@@ -161,9 +161,17 @@ describe("an S3-compatible server that does not enforce If-None-Match", () => {
       });
       expect(answered.statusCode).toBe(200);
 
+      const before = await download(o.caseId, minted.uploadId);
+      expect(before.statusCode).toBe(200);
+      expect(before.body).toBe("%PDF-first");
+
       // This server takes a second PUT to the same URL (S3 itself would answer 412)...
       const again = await injectPut(h.app, minted.uploadUrl, Buffer.from("%PDF-other"));
       expect(again.statusCode, uploadErrorOf(again)).toBe(200);
+      // ...and the replaced bytes are never served as the attached document.
+      const after = await download(o.caseId, minted.uploadId);
+      expect(after.statusCode).toBe(409);
+      expect(after.json().error).toBe("document_replaced");
       // ...but the slot is attached once: neither its request nor another takes it again.
       const twice = await answerRfi(h.app, o.partner, o.caseId, o.rfiId, {
         documents: [{ uploadId: minted.uploadId }],

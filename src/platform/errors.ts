@@ -1,82 +1,48 @@
 /**
- * The one catalogue of error codes the service answers with: each code's status and what it
- * means to a caller. Services throw `AppError`s and never see HTTP; the error handler turns them
- * into responses, and docs/errors.md lists exactly these codes (a test holds the two together).
- * A new code is one line here and one row there.
+ * The one catalogue of error codes the service answers with, each with its status. Services throw
+ * `AppError`s and never see HTTP; the error handler turns them into responses. What each code
+ * means to a caller is written once, in docs/errors.md, which lists exactly these codes with
+ * their statuses (a test holds the two together). A new code is one line here and one row there.
  */
 export const ERRORS = {
   // Any endpoint.
-  invalid_request: {
-    status: 400,
-    meaning: "The request is malformed or fails validation; `details` lists every problem found.",
-  },
-  unauthenticated: {
-    status: 401,
-    meaning: "No API key (or operator token), or one that is unknown, deleted or expired.",
-  },
-  forbidden: { status: 403, meaning: "The key is valid but lacks the scope the endpoint needs." },
-  not_found: {
-    status: 404,
-    meaning:
-      "No such route, or no such resource for this tenant (another tenant's resources answer this too).",
-  },
-  conflict: { status: 409, meaning: "The resource is not in a state that allows the operation." },
-  gone: { status: 410, meaning: "The handle or callback has passed its `expiresAt`." },
-  precondition_failed: {
-    status: 412,
-    meaning: "The upload slot already holds a file (uploads are create-only).",
-  },
-  payload_too_large: {
-    status: 413,
-    meaning: "The JSON body is larger than 1 MiB, or an upload larger than its slot.",
-  },
-  unsupported_media_type: {
-    status: 415,
-    meaning: "The body's `Content-Type` is not one the endpoint reads.",
-  },
-  rate_limited: { status: 429, meaning: "The key's rate limit is spent; retry after `Retry-After` seconds." },
-  internal: {
-    status: 500,
-    meaning: "An unexpected failure on our side; the request id identifies it in our logs.",
-  },
-  provider_failed: {
-    status: 502,
-    meaning: "An outside provider the operation calls failed or did not answer.",
-  },
-  unavailable: {
-    status: 503,
-    meaning: "The service cannot serve now (database unreachable, no worker seen).",
-  },
+  invalid_request: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  gone: 410,
+  precondition_failed: 412,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal: 500,
+  provider_failed: 502,
+  unavailable: 503,
   // Information-request endpoints (RFIError codes).
-  not_pending: { status: 409, meaning: "The information request is no longer pending." },
-  case_terminal: { status: 409, meaning: "The case is closed or failed." },
-  dry_run: { status: 409, meaning: "The case is a dry run; its requests take no answers or uploads." },
-  already_answered: {
-    status: 409,
-    meaning: "The request was answered already (`answeredBy`, `answeredAt`).",
-  },
-  document_not_uploaded: { status: 422, meaning: "A listed `uploadId` has no stored file yet." },
-  invalid_field_key: { status: 422, meaning: "An answer field's key is malformed or repeated (`key`)." },
-  invalid_field_value: { status: 422, meaning: "An answer field's value cannot be stored (`key`)." },
-  fields_too_large: { status: 422, meaning: "The answer's fields exceed their size limit." },
-  too_many_documents: { status: 422, meaning: "The answer lists more documents than allowed." },
-  upload_limit_reached: { status: 422, meaning: "No more upload slots: 30 per request or 100 per case." },
-  rfi_limit_reached: {
-    status: 409,
-    meaning: "The case has 20 pending information requests, the most it may have open at once.",
-  },
+  not_pending: 409,
+  case_terminal: 409,
+  dry_run: 409,
+  already_answered: 409,
+  document_not_uploaded: 422,
+  invalid_field_key: 422,
+  invalid_field_value: 422,
+  fields_too_large: 422,
+  too_many_documents: 422,
+  document_replaced: 409,
+  upload_limit_reached: 422,
+  rfi_limit_reached: 409,
   // Tags.
-  tag_limit_reached: { status: 409, meaning: "The case carries 100 tags already, the most it can carry." },
+  tag_limit_reached: 409,
   // Lists.
-  list_full: { status: 409, meaning: "The change would leave the list with more than 1,000,000 values." },
-  list_in_use: {
-    status: 409,
-    meaning: "A published workflow version reads the list (`details` names each version).",
-  },
+  list_full: 409,
+  list_in_use: 409,
+  // Backtests.
+  backtest_limit_reached: 409,
   // Requests refused by the HTTP parser before any route runs.
-  request_timeout: { status: 408, meaning: "The request was not received in time." },
-  headers_too_large: { status: 431, meaning: "The request's headers are larger than the service accepts." },
-} as const satisfies Record<string, { status: number; meaning: string }>;
+  request_timeout: 408,
+  headers_too_large: 431,
+} as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERRORS;
 
@@ -85,7 +51,7 @@ export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
 /** The general code of a status, for errors raised by the framework rather than by our code. */
 export function codeForStatus(status: number): ErrorCode {
   if (status >= 500) return status === 503 ? "unavailable" : "internal";
-  const found = ERROR_CODES.find((code) => ERRORS[code].status === status);
+  const found = ERROR_CODES.find((code) => ERRORS[code] === status);
   return found ?? "invalid_request";
 }
 
@@ -120,7 +86,7 @@ export class AppError extends Error {
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "AppError";
-    this.status = ERRORS[code].status;
+    this.status = ERRORS[code];
     this.extra = options.extra;
     this.details = options.details;
     this.headers = options.headers;

@@ -34,7 +34,8 @@ export interface CaseFilters {
   customerId?: string;
 }
 
-export interface CaseListRow {
+/** A case as every list of cases shows it (the review queue's rows). */
+export interface ListedCase {
   id: string;
   status: string;
   type: string;
@@ -43,10 +44,13 @@ export interface CaseListRow {
   display_name: string | null;
   external_customer_id: string | null;
   decision_value: string | null;
-  assignee_id: string | null;
-  amount: string | null;
   created_at: Date;
   updated_at: Date;
+}
+
+export interface CaseListRow extends ListedCase {
+  assignee_id: string | null;
+  amount: string | null;
 }
 
 export interface CaseKeyset {
@@ -63,11 +67,35 @@ function wordsQuery(words: readonly string[]): string {
   return words.map((w, i) => (i === words.length - 1 ? `${w}:*` : w)).join(" & ");
 }
 
-function applyFilters(
-  query: SelectQueryBuilder<Database, "cases", CaseListRow>,
+/**
+ * The tenant's cases as a list shows them (dry runs left out): the columns the review queue reads,
+ * to which the "All cases" view adds its own.
+ */
+export function listedCases(db: Executor, tenantId: string) {
+  return db
+    .selectFrom("cases")
+    .select([
+      "id",
+      "status",
+      "type",
+      "workflow_id",
+      "workflow_version",
+      "external_customer_id",
+      "created_at",
+      "updated_at",
+      sql<string | null>`subject ->> 'displayName'`.as("display_name"),
+      sql<string | null>`decision ->> 'value'`.as("decision_value"),
+    ])
+    .where("tenant_id", "=", tenantId)
+    .where("dry_run", "=", false);
+}
+
+/** `query` with the filters `f`; `byWords` when the word index is to serve a name search. */
+export function filterCases<O>(
+  query: SelectQueryBuilder<Database, "cases", O>,
   f: CaseFilters,
-  byWords: boolean,
-): SelectQueryBuilder<Database, "cases", CaseListRow> {
+  byWords = false,
+): SelectQueryBuilder<Database, "cases", O> {
   let q = query;
   if (f.status) q = q.where("status", "=", f.status);
   if (f.type) q = q.where("type", "=", f.type);
@@ -146,25 +174,11 @@ function pageOf(
   position: CaseKeyset | undefined,
   how: { notOlderThan?: CaseKeyset; byWords?: boolean },
 ): Promise<CaseListRow[]> {
-  let query = db
-    .selectFrom("cases")
-    .select([
-      "id",
-      "status",
-      "type",
-      "workflow_id",
-      "workflow_version",
-      "external_customer_id",
-      "assignee_id",
-      "created_at",
-      "updated_at",
-      sql<string | null>`subject ->> 'displayName'`.as("display_name"),
-      sql<string | null>`decision ->> 'value'`.as("decision_value"),
-      AMOUNT.as("amount"),
-    ])
-    .where("tenant_id", "=", tenantId)
-    .where("dry_run", "=", false);
-  query = applyFilters(query, f, how.byWords === true);
+  let query = filterCases(
+    listedCases(db, tenantId).select(["assignee_id", AMOUNT.as("amount")]),
+    f,
+    how.byWords === true,
+  );
   if (position) query = query.where(after(position));
   const edge = how.notOlderThan;
   if (edge)

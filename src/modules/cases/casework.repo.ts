@@ -10,14 +10,7 @@ export type CaseFilterRow = Selectable<CaseFiltersTable>;
 
 /** A case's comments, oldest first. */
 export function caseComments(db: Executor, tenantId: string, caseId: string): Promise<CommentRow[]> {
-  return db
-    .selectFrom("case_comments")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .orderBy("created_at")
-    .orderBy("id")
-    .execute();
+  return findRows(db, "case_comments", { tenant_id: tenantId, case_id: caseId }, ["created_at", "id"]);
 }
 
 export async function insertComment(

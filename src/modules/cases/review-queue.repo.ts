@@ -1,35 +1,19 @@
-import { type SelectQueryBuilder, sql } from "kysely";
-import { type Database, type Executor, keysetPage } from "../../platform/db/index.js";
+import { type Executor, keysetPage } from "../../platform/db/index.js";
+import { type CaseFilters, filterCases, type ListedCase, listedCases } from "./case-search.repo.js";
 
-// The review queue's read of the cases table, for the console. Filters on what other modules
-// keep of a case (its tags) come in as a subquery of case ids written by their owner.
+// The review queue's read of the cases table, for the console: the "All cases" view's query and
+// filters, one status at a time, oldest first.
 
 /** The statuses the review queue shows, in the order of its tabs. */
 export const QUEUE_STATUSES = ["in_review", "waiting", "failed"] as const;
 export type QueueStatus = (typeof QUEUE_STATUSES)[number];
 
-export interface QueueFilters {
+/** One status of the queue; only cases created before `createdTo` (the age filter), of one tag (`among`). */
+export type QueueFilters = Pick<CaseFilters, "type" | "workflowId" | "createdTo" | "among"> & {
   status: QueueStatus;
-  type?: string;
-  workflowId?: string;
-  /** Only the cases among these ids (a subquery of another module's: the cases with a tag). */
-  among?: SelectQueryBuilder<Database, keyof Database, { case_id: string }>;
-  /** Only cases created before this instant (the age filter). */
-  createdBefore?: Date;
-}
+};
 
-export interface QueueRow {
-  id: string;
-  status: string;
-  type: string;
-  workflow_id: string;
-  workflow_version: number;
-  display_name: string | null;
-  external_customer_id: string | null;
-  decision_value: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
+export type QueueRow = ListedCase;
 
 /**
  * One page of the queue, oldest first, after the keyset position `after`. The index
@@ -42,27 +26,7 @@ export function listQueue(
   limit: number,
   after: { createdAt: Date; id: string } | undefined,
 ): Promise<QueueRow[]> {
-  let query = db
-    .selectFrom("cases")
-    .select([
-      "id",
-      "status",
-      "type",
-      "workflow_id",
-      "workflow_version",
-      "external_customer_id",
-      "created_at",
-      "updated_at",
-      sql<string | null>`subject->>'displayName'`.as("display_name"),
-      sql<string | null>`decision->>'value'`.as("decision_value"),
-    ])
-    .where("tenant_id", "=", tenantId)
-    .where("status", "=", f.status)
-    .where("dry_run", "=", false);
-  if (f.type) query = query.where("type", "=", f.type);
-  if (f.workflowId) query = query.where("workflow_id", "=", f.workflowId);
-  if (f.createdBefore) query = query.where("created_at", "<", f.createdBefore);
-  if (f.among) query = query.where("id", "in", f.among);
+  const query = filterCases(listedCases(db, tenantId), f);
   const position = after && ([after.createdAt, after.id] as const);
   return keysetPage(query, ["created_at", "id"], "asc", position, limit).execute();
 }

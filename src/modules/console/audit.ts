@@ -13,11 +13,5 @@ export function audited<R>(
   change: (result: R) => { before?: unknown; after?: unknown } = () => ({}),
 ): InSameTransaction<R> {
   return (tx, result) =>
-    insertAudit(tx, {
-      tenantId: session.tenantId,
-      actor: session.actor,
-      action,
-      target: typeof target === "string" ? target : target(result),
-      ...change(result),
-    });
+    insertAudit(tx, session, action, typeof target === "string" ? target : target(result), change(result));
 }

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { VNode } from "preact";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, badRequest } from "../../platform/errors.js";
@@ -39,21 +40,47 @@ function deadline(value: string): string | undefined {
   return `${value.length === 16 ? `${value}:00` : value}Z`;
 }
 
+/** What a case page says above its panels. */
+export interface CasePageOptions {
+  notice?: string;
+  /** A refused form: its problems beside its fields (status 400 unless said). */
+  problem?: FormProblem;
+  status?: number;
+  /** What an action gave (a provider's answer), above the panels. */
+  result?: VNode;
+}
+
+/** Sends the case page of the signed-in user's tenant (404 for another tenant's case). */
+export async function sendCasePage(
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  caseId: string,
+  options: CasePageOptions = {},
+): Promise<FastifyReply> {
+  const { notice, problem, result } = options;
+  const page = { ...pageOf(request, reply), path: `/console/cases/${caseId}`, problem };
+  const screen = await caseScreen(ctx, sessionOf(request).tenantId, caseId, page);
+  const view = <CasePageView page={page} screen={screen} notice={notice} result={result} />;
+  return sendPage(reply, view, options.status ?? (problem ? 400 : 200));
+}
+
 /** The case page, its actions (each a form post), its documents and its upload slots. */
 export function caseRoutes(scope: App, ctx: AppContext): void {
-  /** The case page; after a refused form, with its problems beside the fields (status 400). */
-  const casePage = async (
+  const casePage = (
     request: FastifyRequest,
     reply: FastifyReply,
     caseId: string,
     notice?: string,
     problem?: FormProblem,
-    status = problem ? 400 : 200,
-  ) => {
-    const screen = await caseScreen(ctx, sessionOf(request).tenantId, caseId);
-    const page = { ...pageOf(request, reply), path: `/console/cases/${caseId}`, problem };
-    return sendPage(reply, <CasePageView page={page} screen={screen} notice={notice} />, status);
-  };
+    status?: number,
+  ) => sendCasePage(ctx, request, reply, caseId, { notice, problem, status });
+
+  /** The notice a form post led to: the case page's own, or a feature's. */
+  const notices = new Map(
+    [CASE_NOTICES, ...ctx.console.sections.map((s) => s.caseNotices ?? {})].flatMap((n) => Object.entries(n)),
+  );
+  const noticeOf = (done: string | undefined) => (done ? notices.get(done) : undefined);
 
   /** Analysts act on their own cases and those nobody owns; admins on any (409 otherwise). */
   const requireMine = async (session: ReturnType<typeof sessionOf>, caseId: string) => {
@@ -66,13 +93,7 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
   scope.get<CaseParams & { Querystring: { done?: string } }>(
     "/cases/:caseId",
     { config: read },
-    async (request, reply) =>
-      casePage(
-        request,
-        reply,
-        request.params.caseId,
-        request.query.done ? CASE_NOTICES[request.query.done] : undefined,
-      ),
+    async (request, reply) => casePage(request, reply, request.params.caseId, noticeOf(request.query.done)),
   );
 
   scope.get<{ Params: { caseId: string; uploadId: string } }>(

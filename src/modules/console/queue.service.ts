@@ -63,7 +63,7 @@ export async function reviewQueue(ctx: AppContext, tenantId: string, q: QueueQue
   const workflowId = q.workflowId?.slice(0, 200) || undefined;
   const tag = q.tag?.slice(0, 64) || undefined;
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
-  const createdBefore = age ? new Date(Date.now() - AGES[age] * 3_600_000) : undefined;
+  const createdTo = age ? new Date(Date.now() - AGES[age] * 3_600_000) : undefined;
   const [rows, counts, workflows, tags] = await Promise.all([
     listQueue(
       ctx.db.root,
@@ -72,8 +72,8 @@ export async function reviewQueue(ctx: AppContext, tenantId: string, q: QueueQue
         status,
         type,
         workflowId,
-        createdBefore,
-        among: tag ? casesTagged(ctx.db.root, tenantId, tag) : undefined,
+        createdTo,
+        among: tag ? [casesTagged(ctx.db.root, tenantId, tag)] : undefined,
       },
       PAGE_SIZE + 1,
       after,

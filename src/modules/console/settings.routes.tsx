@@ -26,11 +26,9 @@ import {
 import { audited } from "./audit.js";
 import { pageOf, problemOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
-import { listProviders } from "./providers.js";
 import type { FormProblem, PageContext } from "./views/layout.js";
 import { ApiKeysView } from "./views/settings/api-keys.js";
 import { SETTINGS_NOTICES } from "./views/settings/layout.js";
-import { ProvidersView } from "./views/settings/providers.js";
 import { TagsView } from "./views/settings/tags.js";
 import { UsersView } from "./views/settings/users.js";
 import { WebhooksView } from "./views/settings/webhooks.js";
@@ -88,7 +86,7 @@ function positiveInt(value: string, field: string): number | undefined {
   return Number(value);
 }
 
-/** Settings: API keys, the tag vocabulary, webhooks with their delivery log, providers, users. */
+/** Settings: API keys, the tag vocabulary, webhooks with their delivery log, users (a feature's own settings pages come through the console seam). */
 export function settingsRoutes(scope: App, ctx: AppContext): void {
   scope.get("/settings", { config: { console: { permission: "users:manage" } } }, async (_request, reply) =>
     seeOther(reply, "/console/settings/api-keys"),
@@ -287,10 +285,6 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
       );
     },
   );
-
-  settingsPage(scope, "/settings/providers", hooks, async (page, tenantId) => (
-    <ProvidersView page={page} providers={await listProviders(ctx, tenantId)} />
-  ));
 
   settingsPage(scope, "/settings/users", users, async (page, tenantId, notice) => (
     <UsersView page={page} users={await getUsers(ctx, tenantId)} notice={notice} />

@@ -11,8 +11,10 @@ import {
   ExpressionError,
   type ExpressionVariables,
   ListLookups,
+  type ListProbe,
   LookupsNeeded,
   NodeEvaluationError,
+  type NodeInput,
   type NodeOutcome,
   type NodeType,
   Offloads,
@@ -21,6 +23,7 @@ import {
   withOffloads,
 } from "../workflows/index.js";
 import { emptyPlan, failCase, nodeCaseOf, nodeOf, type Planned, stepRecord, variablesOf } from "./plan.js";
+import { AttributeReads } from "./recorded-inputs.js";
 import { CALL_JOB, type EvaluationJobPayload, evaluationJob, stepJob, waitTimeoutJob } from "./step-jobs.js";
 
 /** How many rounds of list lookups one node evaluation may ask for. */
@@ -43,34 +46,60 @@ export interface ThreadResults {
   rounds: number;
 }
 
+/** Answers `inList` probes: undefined for a list the tenant does not have. */
+export type ListAnswers = (probes: ListProbe[]) => Promise<Array<boolean | undefined>>;
+
+/** The node evaluation's input, but for the variables, which `evaluate` builds once per attempt. */
+export type EvaluationInput = Omit<NodeInput, "vars">;
+
 /**
  * Evaluates a node; an expression that fails, or a value the node cannot use, fails the case.
  * An expression that reads a list answer it does not have yet ends the attempt: the answers are
  * looked up (all of one attempt in one query, in the step's transaction) and the node is
  * evaluated again with fresh variables, so that only the last attempt counts (and is metered).
- * An expression that passes its allowance on the event loop ends the evaluation with the
- * expression it handed over: the chain stops there, and an `engine.evaluate` job evaluates it
- * on a thread, with no transaction open, then the node again with its result (decision 0024).
- * The list answers the node read are recorded with its step (`lists` in its trace entry).
+ * What the node read from outside the case is recorded with its step: the list answers (`lists`
+ * in its trace entry) and the customer attributes (`attributes`, `attributesAbsent`). A
+ * backtest evaluates through here too, with the answers of the case's record, on the event
+ * loop alone.
  */
-async function evaluate(
+export async function evaluate(
   type: NodeType,
   node: CompiledNode,
-  input: Omit<Parameters<NodeType["evaluate"]>[1], "vars">,
+  input: EvaluationInput,
   vars: () => ExpressionVariables,
-  { offloads, lookups }: ThreadResults,
+  answers: ListAnswers,
+): Promise<NodeOutcome> {
+  return (await evaluateNode(type, node, input, vars, answers, undefined)) as NodeOutcome;
+}
+
+/**
+ * `evaluate`, in the engine: an expression that passes its allowance on the event loop ends the
+ * evaluation with the expression it handed over (decision 0024). The chain stops there, and an
+ * `engine.evaluate` job evaluates it on a thread, with no transaction open, then the node again
+ * with its result.
+ */
+async function evaluateNode(
+  type: NodeType,
+  node: CompiledNode,
+  input: EvaluationInput,
+  vars: () => ExpressionVariables,
+  answers: ListAnswers,
+  threads: ThreadResults | undefined,
 ): Promise<NodeOutcome | ThreadWanted> {
+  const lookups = threads?.lookups ?? new ListLookups();
+  let attempt = new AttributeReads();
   try {
     for (let round = 0; ; round++) {
       try {
+        const variables = withListLookups(vars(), lookups);
         const outcome = await type.evaluate(node, {
           ...input,
-          vars: withOffloads(withListLookups(vars(), lookups), offloads),
+          vars: attempt.watch(threads ? withOffloads(variables, threads.offloads) : variables),
         });
-        return withListAnswers(outcome, lookups);
+        return withFacts(outcome, lookups, attempt);
       } catch (err) {
-        if (err instanceof ThreadNeeded) {
-          const wanted = offloads.takeWanted();
+        if (err instanceof ThreadNeeded && threads) {
+          const wanted = threads.offloads.takeWanted();
           if (!wanted) throw new Error(`node ${node.id} asked for a thread without saying for what`);
           return { kind: "thread", wanted, answers: lookups.read() };
         }
@@ -78,29 +107,39 @@ async function evaluate(
         if (round >= LOOKUP_ROUNDS) {
           throw new NodeEvaluationError(node.id, `read lists more than ${LOOKUP_ROUNDS} times in a row`);
         }
-        await lookUp(input.ctx, input.tx, input.case.tenantId, lookups, node.id);
+        await lookUp(answers, lookups, node.id);
+        attempt = new AttributeReads();
       }
     }
   } catch (err) {
     if (err instanceof ExpressionError || err instanceof NodeEvaluationError) {
-      return withListAnswers({ kind: "fail", message: err.message }, lookups);
+      return withFacts({ kind: "fail", message: err.message }, lookups, attempt);
     }
     throw err;
   }
 }
 
+/** The list answers of the tenant's lists, read in the step's transaction (or outside any). */
+export function liveLists(ctx: AppContext, db: Executor, tenantId: string): ListAnswers {
+  return async (probes) => {
+    if (!ctx.lists) throw new ReadsNoLists();
+    return ctx.lists.contains(db, tenantId, probes);
+  };
+}
+
+class ReadsNoLists extends Error {}
+
 /** Looks up the list answers an evaluation asked for and did not have. */
-export async function lookUp(
-  ctx: AppContext,
-  db: Executor,
-  tenantId: string,
-  lookups: ListLookups,
-  nodeId: string,
-): Promise<void> {
-  const lists = ctx.lists;
+export async function lookUp(answers: ListAnswers, lookups: ListLookups, nodeId: string): Promise<void> {
   const probes = lookups.takeMissing();
-  if (!lists) throw new NodeEvaluationError(nodeId, "reads lists, which this service does not keep");
-  const found = await lists.contains(db, tenantId, probes);
+  let found: Array<boolean | undefined>;
+  try {
+    found = await answers(probes);
+  } catch (err) {
+    if (err instanceof ReadsNoLists)
+      throw new NodeEvaluationError(nodeId, "reads lists, which this service does not keep");
+    throw err;
+  }
   probes.forEach((probe, i) => {
     const answer = found[i];
     if (answer === undefined) {
@@ -113,11 +152,16 @@ export async function lookUp(
   });
 }
 
-/** The outcome with the list answers its node read, as a fact of its trace entry. */
-function withListAnswers(outcome: NodeOutcome, lookups: ListLookups): NodeOutcome {
+/** The outcome with what its node read from outside the case, as facts of its trace entry. */
+function withFacts(outcome: NodeOutcome, lookups: ListLookups, reads: AttributeReads): NodeOutcome {
   const read = lookups.read();
-  if (read.length === 0) return outcome;
-  return { ...outcome, explain: { ...outcome.explain, lists: read } } as NodeOutcome;
+  const attributes = reads.facts();
+  if (read.length === 0 && attributes.attributes === undefined && attributes.attributesAbsent === undefined)
+    return outcome;
+  return {
+    ...outcome,
+    explain: { ...outcome.explain, ...(read.length > 0 ? { lists: read } : {}), ...attributes },
+  } as NodeOutcome;
 }
 
 interface ChainStart {
@@ -166,11 +210,12 @@ export async function runChain(
       first && start.threads
         ? start.threads
         : { offloads: new Offloads(), lookups: new ListLookups(), rounds: 0 };
-    const evaluated = await evaluate(
+    const evaluated = await evaluateNode(
       type,
       node,
       { ctx, tx, case: kase, seq, ...(first && start.called ? { called: start.called.value } : {}) },
       () => variablesOf(row, start.attributes, outputs),
+      liveLists(ctx, tx, row.tenant_id),
       threads,
     );
     if (evaluated.kind === "thread" && threads.rounds < THREAD_ROUNDS) {

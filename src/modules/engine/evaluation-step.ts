@@ -3,7 +3,7 @@ import { type ClaimedJob, deleteJob } from "../../platform/jobs.js";
 import { getAttributesOf } from "../attributes/index.js";
 import { findCase, lockCase } from "../cases/index.js";
 import { evaluateOnThread, ListLookups, Offloads } from "../workflows/index.js";
-import { lookUp, runChain } from "./chain.js";
+import { liveLists, lookUp, runChain } from "./chain.js";
 import { commit, variablesOf, workflowOf } from "./plan.js";
 import { type EvaluationJobPayload, isCurrentStep } from "./step-jobs.js";
 
@@ -39,7 +39,7 @@ export async function runEvaluationStep(
       break;
     }
     for (const probe of result.missing) lookups.answer(probe.list, probe.value);
-    await lookUp(ctx, ctx.db.root, step.tenantId, lookups, step.nodeId);
+    await lookUp(liveLists(ctx, ctx.db.root, step.tenantId), lookups, step.nodeId);
   }
   await ctx.db.transaction(async (tx) => {
     const row = await lockCase(tx, step.tenantId, step.caseId);

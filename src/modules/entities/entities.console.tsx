@@ -50,12 +50,7 @@ function EntityPage({
               caption="The entity's cases, newest first"
               rows={cases}
               empty="No case carries it."
-              columns={[
-                { head: "Case" },
-                { head: "Status" },
-                { head: "Type" },
-                { head: "Created", narrow: true },
-              ]}
+              columns={["Case", "Status", "Type", { head: "Created", narrow: true }]}
               row={(c) => (
                 <>
                   <td>
@@ -79,7 +74,7 @@ function EntityPage({
               caption="Entities that share a case with it, most shared first"
               rows={entity.linked}
               empty="No other entity shares a case with it."
-              columns={[{ head: "Entity" }, { head: "Shared cases", num: true }]}
+              columns={["Entity", { head: "Shared cases", num: true }]}
               row={(l) => (
                 <>
                   <td>

@@ -1,5 +1,5 @@
 import { type RawBuilder, type Selectable, sql } from "kysely";
-import type { Executor } from "../../platform/db/index.js";
+import { type Executor, findRow } from "../../platform/db/index.js";
 import type { AcceptedCase } from "../cases/index.js";
 import type { EntitiesTable } from "./entities.tables.js";
 import { ENTITY_TYPES, entityId, entityKeysOf, normalizeValue, transactionAmount } from "./keys.js";
@@ -53,22 +53,11 @@ export function entityWrites(cases: readonly AcceptedCase[]): RawBuilder<unknown
 }
 
 export function findEntity(db: Executor, tenantId: string, type: string, value: string) {
-  return db
-    .selectFrom("entities")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("type", "=", type)
-    .where("value", "=", value)
-    .executeTakeFirst();
+  return findRow(db, "entities", { tenant_id: tenantId, type, value });
 }
 
 export function findEntityById(db: Executor, tenantId: string, id: string) {
-  return db
-    .selectFrom("entities")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("id", "=", id)
-    .executeTakeFirst();
+  return findRow(db, "entities", { tenant_id: tenantId, id });
 }
 
 /** How many cases an entity is linked to, and the time of the newest. */

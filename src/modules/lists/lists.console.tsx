@@ -6,13 +6,16 @@ import {
   type ConsoleSection,
   DataTable,
   DeleteButton,
+  Field,
   FormPanel,
   formOf,
+  Options,
   type PageContext,
   Panel,
   PostButton,
   pageOf,
   SettingsLayout,
+  SubmitButton,
   sendPage,
   sessionOf,
   settingsAction,
@@ -51,16 +54,11 @@ const pathOf = (listId: string) => `${HOME}/${encodeURIComponent(listId)}`;
 
 function RuleSelect({ value }: { value: string }) {
   return (
-    <label class="field">
-      Normalise values as <span class="hint">the rule applies to every value added and looked up</span>
+    <Field label="Normalise values as" hint="the rule applies to every value added and looked up">
       <select name="normalize">
-        {NORMALIZE_RULES.map((rule) => (
-          <option value={rule} selected={rule === value}>
-            {rule}
-          </option>
-        ))}
+        <Options values={NORMALIZE_RULES} selected={value} />
       </select>
-    </label>
+    </Field>
   );
 }
 
@@ -74,9 +72,9 @@ function ListsPage({ page, lists, notice }: { page: PageContext; lists: ListView
             rows={lists}
             empty="No lists yet."
             columns={[
-              { head: "List" },
-              { head: "Description" },
-              { head: "Rule" },
+              "List",
+              "Description",
+              "Rule",
               { head: "Values", num: true },
               { head: "Changed", narrow: true },
             ]}
@@ -98,18 +96,14 @@ function ListsPage({ page, lists, notice }: { page: PageContext; lists: ListView
           />
         </Panel>
         <FormPanel page={page} id="add-list" title="Create a list" action={HOME}>
-          <label class="field">
-            List id <span class="hint">a–z, digits and _, starting with a letter, e.g. blocked_ibans</span>
+          <Field label="List id" hint="a–z, digits and _, starting with a letter, e.g. blocked_ibans">
             <input type="text" name="listId" required maxLength={64} pattern="[a-z][a-z0-9_]{0,63}" />
-          </label>
-          <label class="field">
-            Description
+          </Field>
+          <Field label="Description">
             <input type="text" name="description" maxLength={LIST_LIMITS.descriptionLength} />
-          </label>
+          </Field>
           <RuleSelect value="none" />
-          <button type="submit" class="primary">
-            Create list
-          </button>
+          <SubmitButton>Create list</SubmitButton>
         </FormPanel>
       </div>
     </SettingsLayout>
@@ -143,17 +137,16 @@ function ListPage({
       <div class="grid grid-case">
         <Panel id="values" title="Values">
           <form method="get" action={path} class="stack">
-            <label class="field">
-              Starting with
+            <Field label="Starting with">
               <input type="search" name="prefix" value={prefix} maxLength={LIST_LIMITS.valueLength} />
-            </label>
+            </Field>
             <button type="submit">Search</button>
           </form>
           <DataTable
             caption={`Values of ${list.listId}`}
             rows={values}
             empty={prefix ? "No value starts with this." : "The list is empty."}
-            columns={[{ head: "Value" }, ACTIONS]}
+            columns={["Value", ACTIONS]}
             row={(v) => (
               <>
                 <td class="mono">{v}</td>
@@ -179,17 +172,13 @@ function ListPage({
         </Panel>
         <div>
           <FormPanel page={page} id="change-values" title="Add or remove values" action={`${path}/values`}>
-            <label class="field">
-              Add <span class="hint">one value a line</span>
+            <Field label="Add" hint="one value a line">
               <textarea name="add" rows={4} />
-            </label>
-            <label class="field">
-              Remove <span class="hint">one value a line</span>
+            </Field>
+            <Field label="Remove" hint="one value a line">
               <textarea name="remove" rows={2} />
-            </label>
-            <button type="submit" class="primary">
-              Apply
-            </button>
+            </Field>
+            <SubmitButton>Apply</SubmitButton>
           </FormPanel>
           <Panel id="upload" title="Upload a file">
             <form
@@ -200,35 +189,32 @@ function ListPage({
               data-lines-chunk={String(LIST_LIMITS.valuesPerCall)}
               data-lines-done={`${path}?done=uploaded`}
             >
-              <label class="field">
-                File{" "}
-                <span class="hint">text, one value a line; sent in parts of {LIST_LIMITS.valuesPerCall}</span>
+              <Field
+                label="File"
+                hint={`text, one value a line; sent in parts of ${LIST_LIMITS.valuesPerCall}`}
+              >
                 <input type="file" name="file" accept=".txt,.csv,text/plain" required />
-              </label>
-              <label class="field">
-                The file's values are to be
+              </Field>
+              <Field label="The file's values are to be">
                 <select name="mode">
                   <option value="add">added</option>
                   <option value="remove">removed</option>
                 </select>
-              </label>
-              <button type="submit" class="primary">
-                Upload
-              </button>
+              </Field>
+              <SubmitButton>Upload</SubmitButton>
               <p class="small" data-upload-status role="status" />
             </form>
           </Panel>
           <FormPanel page={page} id="edit-list" title="Description and rule" action={HOME}>
             <input type="hidden" name="listId" value={list.listId} />
-            <label class="field">
-              Description
+            <Field label="Description">
               <input
                 type="text"
                 name="description"
                 value={list.description}
                 maxLength={LIST_LIMITS.descriptionLength}
               />
-            </label>
+            </Field>
             <RuleSelect value={list.normalize} />
             <button type="submit">Save</button>
           </FormPanel>

@@ -1,20 +1,15 @@
 import { type Selectable, sql } from "kysely";
-import type { Executor } from "../../platform/db/index.js";
+import { type Executor, findRow, findRows } from "../../platform/db/index.js";
 import type { ListsTable } from "./lists.tables.js";
 
 export type ListRow = Selectable<ListsTable>;
 
 export function findList(db: Executor, tenantId: string, listId: string): Promise<ListRow | undefined> {
-  return db
-    .selectFrom("lists")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("list_id", "=", listId)
-    .executeTakeFirst();
+  return findRow(db, "lists", { tenant_id: tenantId, list_id: listId });
 }
 
 export function findLists(db: Executor, tenantId: string): Promise<ListRow[]> {
-  return db.selectFrom("lists").selectAll().where("tenant_id", "=", tenantId).orderBy("list_id").execute();
+  return findRows(db, "lists", { tenant_id: tenantId }, ["list_id"]);
 }
 
 /** Of these list ids, those the tenant has. */

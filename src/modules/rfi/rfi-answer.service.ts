@@ -43,7 +43,7 @@ async function checkDocuments(
   blobs: BlobStore,
   row: RfiRow,
   documents: ParsedAnswer["documents"],
-): Promise<SlotRow[]> {
+): Promise<Array<SlotRow & { stored_etag: string | null }>> {
   const slots = await findSlotsForAttach(
     tx,
     row.tenant_id,
@@ -91,7 +91,7 @@ async function checkDocuments(
         `${at}: the stored object is not of the declared type ${slot.content_type}`,
       );
     }
-    return slot;
+    return { ...slot, stored_etag: info.etag };
   });
 }
 
@@ -136,7 +136,7 @@ export async function answerRequest(
     const documents: DocumentView[] = [];
     for (const [position, slot] of slots.entries()) {
       const label = answer.documents[position]?.label ?? null;
-      await attachSlot(tx, tenantId, slot.id, position, label);
+      await attachSlot(tx, tenantId, slot.id, position, label, slot.stored_etag);
       documents.push(toDocumentView({ ...slot, label, position, attached_at: answered.answered_at as Date }));
     }
     const counts = { fieldCount: answer.fields.length, documentCount: slots.length };

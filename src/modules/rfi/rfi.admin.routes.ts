@@ -155,6 +155,10 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
           description: "The document's bytes, with its stored content type",
           content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
         },
+        409: errorResponse(
+          "`document_replaced`: the stored bytes were written again after the document was attached",
+          "rfi",
+        ),
         503: errorResponse("`unavailable`: document storage cannot be reached", "rfi"),
       },
     },

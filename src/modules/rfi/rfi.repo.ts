@@ -234,10 +234,11 @@ export async function attachSlot(
   slotId: string,
   position: number,
   label: string | null,
+  etag: string | null,
 ): Promise<void> {
   await db
     .updateTable("rfi_upload_slots")
-    .set({ attached_at: sql<Date>`now()`, position, label })
+    .set({ attached_at: sql<Date>`now()`, position, label, etag })
     .where("tenant_id", "=", tenantId)
     .where("id", "=", slotId)
     .where("attached_at", "is", null)

@@ -53,6 +53,8 @@ export interface RfiUploadSlotsTable {
   size_bytes: number;
   expires_at: ColumnType<Date, Date | string, Date | string>;
   attached_at: Timestamp | null;
+  /** The stored object's version tag when it was attached (S3's ETag); null on the disk store. */
+  etag: ColumnType<string | null, string | null | undefined, string | null>;
   position: number | null;
   label: string | null;
   created_at: CreatedAt;

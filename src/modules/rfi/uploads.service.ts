@@ -126,6 +126,15 @@ export async function openDocument(
   if (!slot) throw notFound("document");
   const opened = await ctx.blobs.open(slot.object_key);
   if (!opened) throw notFound("document (nothing has been uploaded to this slot)");
+  if (slot.etag !== null && opened.info.etag !== slot.etag) {
+    // Written again through its upload URL on a server that ignores If-None-Match: these are
+    // not the bytes that were attached, and they are never served as if they were.
+    opened.stream.destroy();
+    throw new AppError(
+      "document_replaced",
+      "the stored document was written again after it was attached; the attached bytes are no longer stored",
+    );
+  }
   return {
     filename: slot.filename,
     contentType: opened.info.contentType ?? slot.content_type,

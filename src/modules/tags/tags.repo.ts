@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import type { Executor } from "../../platform/db/index.js";
+import { type Executor, findRow, findRows } from "../../platform/db/index.js";
 
 /** The ids of a tenant's cases with a tag, as a subquery for another module's query of cases. */
 export function casesTagged(db: Executor, tenantId: string, tag: string) {
@@ -24,14 +24,7 @@ export interface TagOptionRow {
 }
 
 export function listCaseTags(db: Executor, tenantId: string, caseId: string): Promise<CaseTagRow[]> {
-  return db
-    .selectFrom("case_tags")
-    .select(["tag", "created_by", "created_at"])
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .orderBy("created_at")
-    .orderBy("id")
-    .execute();
+  return findRows(db, "case_tags", { tenant_id: tenantId, case_id: caseId }, ["created_at", "id"]);
 }
 
 export function findCaseTag(
@@ -40,13 +33,7 @@ export function findCaseTag(
   caseId: string,
   tag: string,
 ): Promise<CaseTagRow | undefined> {
-  return db
-    .selectFrom("case_tags")
-    .select(["tag", "created_by", "created_at"])
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .where("tag", "=", tag)
-    .executeTakeFirst();
+  return findRow(db, "case_tags", { tenant_id: tenantId, case_id: caseId, tag });
 }
 
 /**
@@ -106,20 +93,9 @@ export function upsertTagOption(
 }
 
 export function listTagOptions(db: Executor, tenantId: string): Promise<TagOptionRow[]> {
-  return db
-    .selectFrom("tag_options")
-    .select(["tag", "enabled", "created_at", "updated_at"])
-    .where("tenant_id", "=", tenantId)
-    .orderBy("tag")
-    .execute();
+  return findRows(db, "tag_options", { tenant_id: tenantId }, ["tag"]);
 }
 
 export async function isTagOptionEnabled(db: Executor, tenantId: string, tag: string): Promise<boolean> {
-  const row = await db
-    .selectFrom("tag_options")
-    .select("enabled")
-    .where("tenant_id", "=", tenantId)
-    .where("tag", "=", tag)
-    .executeTakeFirst();
-  return row?.enabled === true;
+  return (await findRow(db, "tag_options", { tenant_id: tenantId, tag }))?.enabled === true;
 }

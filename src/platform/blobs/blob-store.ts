@@ -56,6 +56,12 @@ export interface BlobInfo {
   /** The `Content-Type` the object was stored with; null if it cannot be read back. */
   contentType: string | null;
   storedAt: Date;
+  /**
+   * The stored bytes' version tag where the store has one (S3's `ETag`), else null. A reader
+   * compares it with the tag seen when the object was attached: an S3-compatible server that
+   * ignores `If-None-Match` lets a second `PUT` replace an object, and the tag tells.
+   */
+  etag: string | null;
 }
 
 /** What the upload route needs of a store that receives its own uploads. */

@@ -97,7 +97,7 @@ export class DiskBlobStore implements BlobStore, UploadReceiver {
     } catch (err) {
       if (!isCode(err, "ENOENT") && !(err instanceof SyntaxError)) throw err;
     }
-    return { sizeBytes: size, contentType, storedAt };
+    return { sizeBytes: size, contentType, storedAt, etag: null };
   }
 
   async open(key: string): Promise<{ info: BlobInfo; stream: Readable } | undefined> {
@@ -186,7 +186,7 @@ export class DiskBlobStore implements BlobStore, UploadReceiver {
       }
       await syncDirectory(path.dirname(final));
       const stored = await fs.stat(final);
-      return { sizeBytes: stored.size, contentType: target.contentType, storedAt: stored.mtime };
+      return { sizeBytes: stored.size, contentType: target.contentType, storedAt: stored.mtime, etag: null };
     } finally {
       await sidecarWritten.catch(() => {});
       await fs.rm(part, { force: true });

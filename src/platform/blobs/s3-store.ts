@@ -135,11 +135,17 @@ export class S3BlobStore implements BlobStore {
   }
 }
 
-function infoOf(head: { ContentLength?: number; ContentType?: string; LastModified?: Date }): BlobInfo {
+function infoOf(head: {
+  ContentLength?: number;
+  ContentType?: string;
+  LastModified?: Date;
+  ETag?: string;
+}): BlobInfo {
   return {
     sizeBytes: head.ContentLength ?? 0,
     contentType: head.ContentType ?? null,
     storedAt: head.LastModified ?? new Date(0),
+    etag: head.ETag ?? null,
   };
 }
 

@@ -1,7 +1,8 @@
-import { CASE_STATUSES, CASE_TYPES, DECISION_VALUES } from "../../case-model/index.js";
+import { CASE_STATUSES, DECISION_VALUES } from "../../case-model/index.js";
 import type { AllCasesPage } from "../all-cases.service.js";
-import { Badge, DataTable, label, Time } from "./components.js";
-import { Csrf, FieldError, FormError, Layout, Notice, type PageContext } from "./layout.js";
+import { CaseCell, filterUrl, TypeWorkflowTagFilters } from "./case-list.js";
+import { Badge, DataTable, FilterSelect, label, Pager, Time } from "./components.js";
+import { Csrf, FieldError, FormError, Layout, Notice, type PageContext, PageHead } from "./layout.js";
 
 export const ALL_CASES_NOTICES: Record<string, string> = {
   "filter-saved": "The filter was saved for everyone in your team.",
@@ -11,39 +12,6 @@ export const ALL_CASES_NOTICES: Record<string, string> = {
   tagged: "The tag was added to the cases.",
   closed: "The cases were closed.",
 };
-
-function viewUrl(base: string, form: Record<string, string>, changes: Record<string, string>): string {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries({ ...form, ...changes })) if (v) params.set(k, v);
-  const query = params.toString();
-  return `${base}${query ? `?${query}` : ""}`;
-}
-
-function Select({
-  name,
-  title,
-  value,
-  options,
-}: {
-  name: string;
-  title: string;
-  value: string;
-  options: Array<[string, string]>;
-}) {
-  return (
-    <label class="field">
-      {title}
-      <select name={name}>
-        <option value="">Any</option>
-        {options.map(([v, text]) => (
-          <option value={v} selected={v === value}>
-            {text}
-          </option>
-        ))}
-      </select>
-    </label>
-  );
-}
 
 function Input({
   name,
@@ -102,16 +70,13 @@ export function AllCasesView({
   const me = page.session?.userId;
   return (
     <Layout page={page} title={title}>
-      <div class="page-head">
-        <div>
-          <h1>{title}</h1>
-          <p>
-            {mine
-              ? "The cases you own, newest first. Overdue ones are marked."
-              : "Every case of every status and decision, newest first. Search by name, customer id, any identifier or case id."}
-          </p>
-        </div>
-      </div>
+      <PageHead title={title}>
+        <p>
+          {mine
+            ? "The cases you own, newest first. Overdue ones are marked."
+            : "Every case of every status and decision, newest first. Search by name, customer id, any identifier or case id."}
+        </p>
+      </PageHead>
       {notice ? <Notice kind="ok">{notice}</Notice> : null}
       <form method="get" action={base} class="filters" aria-label="Filters">
         <label class="field search">
@@ -124,28 +89,21 @@ export function AllCasesView({
             maxLength={200}
           />
         </label>
-        <Select
+        <FilterSelect
           name="status"
           title="Status"
           value={f.status}
           options={CASE_STATUSES.map((s) => [s, label(s)])}
         />
-        <Select
+        <FilterSelect
           name="decision"
           title="Decision"
           value={f.decision}
           options={DECISION_VALUES.map((d) => [d, label(d)])}
         />
-        <Select name="type" title="Type" value={f.type} options={CASE_TYPES.map((t) => [t, t])} />
-        <Select
-          name="workflowId"
-          title="Workflow"
-          value={f.workflowId}
-          options={view.workflows.map((w) => [w, w])}
-        />
-        <Select name="tag" title="Tag" value={f.tag} options={view.tags.map((t) => [t, t])} />
+        <TypeWorkflowTagFilters values={f} workflows={view.workflows} tags={view.tags} />
         {mine ? null : (
-          <Select
+          <FilterSelect
             name="assignee"
             title="Assignee"
             value={f.assignee}
@@ -210,7 +168,7 @@ export function AllCasesView({
           aria-label="Bulk actions"
         >
           <Csrf page={page} />
-          <input type="hidden" name="back" value={viewUrl(base, f, {})} />
+          <input type="hidden" name="back" value={filterUrl(base, f, {})} />
           <FormError page={page} form="bulk" />
           <label class="field">
             With the chosen cases
@@ -224,14 +182,14 @@ export function AllCasesView({
             </select>
           </label>
           {isAdmin ? (
-            <Select
+            <FilterSelect
               name="assignee"
               title="Assign to"
               value=""
               options={view.users.map((u): [string, string] => [u.userId, u.name])}
             />
           ) : null}
-          <Select name="tag" title="Tag to add" value="" options={view.tags.map((t) => [t, t])} />
+          <FilterSelect name="tag" title="Tag to add" value="" options={view.tags.map((t) => [t, t])} />
           <div class="actions">
             <button type="submit">Apply to the chosen cases</button>
           </div>
@@ -245,12 +203,12 @@ export function AllCasesView({
           keyboard
           columns={[
             ...(canAct ? [{ head: <span class="skip">Choose</span> }] : []),
-            { head: "Case" },
-            { head: "Status" },
-            { head: "Type" },
+            "Case",
+            "Status",
+            "Type",
             { head: "Customer", narrow: true },
             { head: "Assignee", narrow: true },
-            { head: "Due" },
+            "Due",
             { head: "Created", narrow: true },
           ]}
           rows={view.rows}
@@ -267,12 +225,7 @@ export function AllCasesView({
                   />
                 </td>
               ) : null}
-              <td>
-                <a class="case-link" href={`/console/cases/${row.id}`}>
-                  {row.display_name ?? `Case ${row.id.slice(0, 8)}`}
-                </a>
-                <div class="small muted mono">{row.id.slice(0, 8)}</div>
-              </td>
+              <CaseCell row={row} />
               <td>
                 <Badge value={row.status} />
                 {row.decision_value && row.decision_value !== row.status ? (
@@ -310,20 +263,10 @@ export function AllCasesView({
           )}
         />
       )}
-      <div class="pager">
-        {view.paged ? (
-          <a class="button" href={viewUrl(base, f, {})}>
-            First page
-          </a>
-        ) : (
-          <span />
-        )}
-        {view.nextCursor ? (
-          <a class="button" href={viewUrl(base, f, { cursor: view.nextCursor })} rel="next">
-            Next page
-          </a>
-        ) : null}
-      </div>
+      <Pager
+        first={view.paged ? filterUrl(base, f, {}) : undefined}
+        next={view.nextCursor ? filterUrl(base, f, { cursor: view.nextCursor }) : undefined}
+      />
     </Layout>
   );
 }

@@ -1,48 +1,38 @@
 import type { AuditRow } from "../../users/index.js";
-import { ActorName, DataTable, Fields, Time } from "./components.js";
+import {
+  ActorName,
+  DataTable,
+  Field,
+  Fields,
+  FilterSelect,
+  Pager,
+  SubmitButton,
+  Time,
+} from "./components.js";
 import { Layout, type PageContext, PageHead } from "./layout.js";
 
 function Filters({ query, names }: { query: Record<string, string>; names: ReadonlyMap<string, string> }) {
   return (
     <form method="get" action="/console/audit" class="filters" aria-label="Filters">
-      <label class="field">
-        Who
-        <select name="actor">
-          <option value="">Anyone</option>
-          {[...names].map(([actor, name]) => (
-            <option value={actor} selected={query.actor === actor}>
-              {name}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label class="field">
-        What
-        <select name="action">
-          <option value="">Any change</option>
-          {Object.entries(AUDIT_ACTIONS).map(([action, text]) => (
-            <option value={action} selected={query.action === action}>
-              {text}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label class="field">
-        Case id
+      <FilterSelect name="actor" title="Who" any="Anyone" value={query.actor ?? ""} options={[...names]} />
+      <FilterSelect
+        name="action"
+        title="What"
+        any="Any change"
+        value={query.action ?? ""}
+        options={Object.entries(AUDIT_ACTIONS)}
+      />
+      <Field label="Case id">
         <input type="text" name="caseId" value={query.caseId ?? ""} />
-      </label>
-      <label class="field">
-        From
+      </Field>
+      <Field label="From">
         <input type="date" name="from" value={query.from ?? ""} />
-      </label>
-      <label class="field">
-        To
+      </Field>
+      <Field label="To">
         <input type="date" name="to" value={query.to ?? ""} />
-      </label>
+      </Field>
       <div class="actions">
-        <button type="submit" class="primary">
-          Show
-        </button>
+        <SubmitButton>Show</SubmitButton>
         <a class="button" href={`/console/audit.csv?${new URLSearchParams(query).toString()}`} download>
           Export CSV
         </a>
@@ -83,6 +73,8 @@ export const AUDIT_ACTIONS: Record<string, string> = {
   "list.set": "Changed a list",
   "list.values": "Changed a list's values",
   "list.delete": "Deleted a list",
+  "screening.review": "Gave a verdict on a screening hit",
+  "provider.action": "Ran a provider action",
 };
 
 function Target({ target, names }: { target: string; names: ReadonlyMap<string, string> }) {
@@ -132,7 +124,7 @@ export function AuditPageView({
       ) : (
         <DataTable
           caption="Audit log"
-          columns={["When", "Who", "What", "On", "Before", "After"].map((head) => ({ head }))}
+          columns={["When", "Who", "What", "On", "Before", "After"]}
           rows={rows}
           row={(r) => (
             <>
@@ -156,20 +148,12 @@ export function AuditPageView({
           )}
         />
       )}
-      <div class="pager">
-        {paged ? (
-          <a class="button" href={url({})}>
-            Newest
-          </a>
-        ) : (
-          <span />
-        )}
-        {next !== undefined ? (
-          <a class="button" href={url({ before: String(next) })} rel="next">
-            Older
-          </a>
-        ) : null}
-      </div>
+      <Pager
+        first={paged ? url({}) : undefined}
+        next={next === undefined ? undefined : url({ before: String(next) })}
+        firstText="Newest"
+        nextText="Older"
+      />
     </Layout>
   );
 }

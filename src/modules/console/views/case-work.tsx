@@ -1,6 +1,6 @@
 import type { CaseScreen } from "../case.service.js";
-import { ActorName, Panel, Time } from "./components.js";
-import { Csrf, FieldError, FormError, kept, type PageContext } from "./layout.js";
+import { ActorName, Field, Panel, SubmitButton, Time } from "./components.js";
+import { Csrf, FormError, FormField, kept, type PageContext } from "./layout.js";
 
 /** Who owns the case and when its review is due; take, release, or (an admin) assign it. */
 export function OwnerPanel({
@@ -47,9 +47,7 @@ export function OwnerPanel({
             <form method="post" action={action}>
               <Csrf page={page} />
               <input type="hidden" name="assignee" value={me} />
-              <button type="submit" class="primary">
-                Take it
-              </button>
+              <SubmitButton>Take it</SubmitButton>
             </form>
           ) : null}
           {work.assigneeId !== null && (work.assigneeId === me || admin) ? (
@@ -62,8 +60,7 @@ export function OwnerPanel({
           {admin ? (
             <form method="post" action={action} class="actions">
               <Csrf page={page} />
-              <label class="field">
-                Assign to
+              <Field label="Assign to">
                 <select name="assignee" required>
                   <option value="">Choose…</option>
                   {work.users.map((u) => (
@@ -72,7 +69,7 @@ export function OwnerPanel({
                     </option>
                   ))}
                 </select>
-              </label>
+              </Field>
               <button type="submit">Assign</button>
             </form>
           ) : null}
@@ -114,11 +111,9 @@ export function CommentsPanel({
         <form method="post" action={`/console/cases/${screen.record.caseId}/comments`} class="stack">
           <Csrf page={page} />
           <FormError page={page} form="comment" />
-          <label class="field">
-            Add a comment
+          <FormField page={page} form="comment" field="body" label="Add a comment">
             <textarea name="body" required maxLength={4000} value={kept(page, "comment", "body")} />
-            <FieldError page={page} form="comment" field="body" />
-          </label>
+          </FormField>
           <button type="submit">Comment</button>
         </form>
       ) : null}

@@ -1,3 +1,4 @@
+import type { VNode } from "preact";
 import { DECISION_VALUES } from "../../case-model/index.js";
 import { type InformationRequestView, RFI_LIMITS } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
@@ -16,7 +17,7 @@ import {
   Time,
   TimeCell,
 } from "./components.js";
-import { Csrf, FieldError, FormError, kept, Layout, Notice, type PageContext } from "./layout.js";
+import { Csrf, FormError, FormField, kept, Layout, Notice, type PageContext } from "./layout.js";
 
 export const CASE_NOTICES: Record<string, string> = {
   decision: "The decision was overridden.",
@@ -313,18 +314,13 @@ function RequestsPanel({ page, screen, canAct }: { page: PageContext; screen: Ca
           <form method="post" action={`/console/cases/${caseId}/rfi`} class="stack">
             <Csrf page={page} />
             <FormError page={page} form="rfi" />
-            <label class="field">
-              To <span class="hint">the customer's email address</span>
+            <FormField page={page} form="rfi" field="to" label="To" hint="the customer's email address">
               <input type="email" name="to" required value={kept(page, "rfi", "to")} />
-              <FieldError page={page} form="rfi" field="to" />
-            </label>
-            <label class="field">
-              Cc <span class="hint">optional, comma-separated</span>
+            </FormField>
+            <FormField page={page} form="rfi" field="cc" label="Cc" hint="optional, comma-separated">
               <input type="text" name="cc" value={kept(page, "rfi", "cc")} />
-              <FieldError page={page} form="rfi" field="cc" />
-            </label>
-            <label class="field">
-              Subject
+            </FormField>
+            <FormField page={page} form="rfi" field="subject" label="Subject">
               <input
                 type="text"
                 name="subject"
@@ -332,21 +328,14 @@ function RequestsPanel({ page, screen, canAct }: { page: PageContext; screen: Ca
                 maxLength={1000}
                 value={kept(page, "rfi", "subject")}
               />
-              <FieldError page={page} form="rfi" field="subject" />
-            </label>
-            <label class="field">
-              Message
+            </FormField>
+            <FormField page={page} form="rfi" field="body" label="Message">
               <textarea name="body" required value={kept(page, "rfi", "body")} />
-              <FieldError page={page} form="rfi" field="body" />
-            </label>
-            <label class="field">
-              Deadline (UTC) <span class="hint">optional</span>
+            </FormField>
+            <FormField page={page} form="rfi" field="expiresAt" label="Deadline (UTC)" hint="optional">
               <input type="datetime-local" name="expiresAt" value={kept(page, "rfi", "expiresAt")} />
-              <FieldError page={page} form="rfi" field="expiresAt" />
-            </label>
-            <button type="submit" class="primary">
-              Send the request
-            </button>
+            </FormField>
+            <SubmitButton>Send the request</SubmitButton>
           </form>
         </details>
       ) : null}
@@ -369,8 +358,7 @@ function ActionsPanel({ page, screen }: { page: PageContext; screen: CaseScreen 
           <Csrf page={page} />
           <input type="hidden" name="basedOn" value={String(decisionCount(screen))} />
           <FormError page={page} form="decision" />
-          <label class="field">
-            New decision
+          <FormField page={page} form="decision" field="value" label="New decision">
             <select name="value" required>
               <option value="" selected={kept(page, "decision", "value") === ""}>
                 Choose…
@@ -381,16 +369,17 @@ function ActionsPanel({ page, screen }: { page: PageContext; screen: CaseScreen 
                 </option>
               ))}
             </select>
-            <FieldError page={page} form="decision" field="value" />
-          </label>
-          <label class="field">
-            Reason <span class="hint">required; the partner sees it in the history</span>
+          </FormField>
+          <FormField
+            page={page}
+            form="decision"
+            field="reason"
+            label="Reason"
+            hint="required; the partner sees it in the history"
+          >
             <textarea name="reason" required maxLength={2000} value={kept(page, "decision", "reason")} />
-            <FieldError page={page} form="decision" field="reason" />
-          </label>
-          <button type="submit" class="primary">
-            Override the decision
-          </button>
+          </FormField>
+          <SubmitButton>Override the decision</SubmitButton>
         </form>
       ) : (
         <p class="muted">The workflow has not decided yet; the decision can be overridden once it has.</p>
@@ -465,8 +454,13 @@ function PendingPanel({ screen }: { screen: CaseScreen }) {
                   , until <Time iso={p.expiresAt} />
                 </>
               ) : null}
-              {p.availableActions.length > 0 ? (
+              {p.providerId === null && p.availableActions.length > 0 ? (
                 <div class="small muted">Actions: {p.availableActions.map((a) => a.label).join(", ")}</div>
+              ) : null}
+              {p.providerId ? (
+                <div class="small muted">
+                  Its actions are under <a href="#provider-actions">Provider actions</a>.
+                </div>
               ) : null}
             </li>
           ))}
@@ -484,11 +478,11 @@ function DeliveriesPanel({ screen }: { screen: CaseScreen }) {
         rows={screen.deliveries}
         empty="No webhook has been sent about this case."
         columns={[
-          { head: "Event" },
-          { head: "Status" },
-          { head: "Attempts (time, duration, answer)" },
+          "Event",
+          "Status",
+          "Attempts (time, duration, answer)",
           { head: "Endpoint", narrow: true },
-          { head: "Created" },
+          "Created",
         ]}
         row={(d) => (
           <>
@@ -512,10 +506,12 @@ export function CasePageView({
   page,
   screen,
   notice,
+  result,
 }: {
   page: PageContext;
   screen: CaseScreen;
   notice?: string;
+  result?: VNode;
 }) {
   const r = screen.record;
   const session = page.session;
@@ -545,9 +541,11 @@ export function CasePageView({
         </div>
       </div>
       {notice ? <Notice kind="ok">{notice}</Notice> : null}
+      {result ?? null}
       <div class="grid grid-case">
         <div>
           <DecisionPanel screen={screen} names={screen.names} />
+          {screen.featureMainPanels}
           <CommentsPanel page={page} screen={screen} canComment={reviewer} />
           <TracePanel trace={screen.trace} />
           <RequestsPanel page={page} screen={screen} canAct={canAct} />

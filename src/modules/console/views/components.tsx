@@ -23,6 +23,11 @@ const STATUS_TONE: Record<string, Tone> = {
   active: "green",
   enabled: "green",
   disabled: "grey",
+  match: "red",
+  not_a_match: "green",
+  not_reviewed: "amber",
+  ok: "green",
+  timed_out: "grey",
 };
 
 export function label(value: string): string {
@@ -136,7 +141,8 @@ export function DataTable<T>({
   keyboard,
 }: {
   rows: readonly T[];
-  columns: Column[];
+  /** Each a column, or the text of a plain column's head. */
+  columns: Array<Column | string>;
   row: (item: T) => ComponentChildren;
   empty?: string;
   caption?: string;
@@ -149,14 +155,17 @@ export function DataTable<T>({
         {caption === undefined ? null : <caption class="skip">{caption}</caption>}
         <thead>
           <tr>
-            {columns.map((c) => (
-              <th
-                scope="col"
-                class={[c.num ? "num" : "", c.narrow ? "hide-narrow" : ""].join(" ").trim() || undefined}
-              >
-                {c.head}
-              </th>
-            ))}
+            {columns.map((c) => {
+              const { head, num, narrow }: Column = typeof c === "string" ? { head: c } : c;
+              return (
+                <th
+                  scope="col"
+                  class={[num ? "num" : "", narrow ? "hide-narrow" : ""].join(" ").trim() || undefined}
+                >
+                  {head}
+                </th>
+              );
+            })}
           </tr>
         </thead>
         <tbody>
@@ -191,6 +200,77 @@ export function Field({
       )}
       {children}
     </label>
+  );
+}
+
+/** The `<option>`s of `values`, each shown as it is, with `selected` chosen. */
+export function Options({ values, selected }: { values: readonly string[]; selected: string }) {
+  return (
+    <>
+      {values.map((v) => (
+        <option value={v} selected={v === selected}>
+          {v}
+        </option>
+      ))}
+    </>
+  );
+}
+
+/** A filter's choice among `options` (value and text), or none (`any`, "Any" unless said). */
+export function FilterSelect({
+  name,
+  title,
+  value,
+  options,
+  any = "Any",
+}: {
+  name: string;
+  title: string;
+  value: string;
+  options: Array<[string, string]>;
+  any?: string;
+}) {
+  return (
+    <Field label={title}>
+      <select name={name}>
+        <option value="">{any}</option>
+        {options.map(([v, text]) => (
+          <option value={v} selected={v === value}>
+            {text}
+          </option>
+        ))}
+      </select>
+    </Field>
+  );
+}
+
+/** The links to the first page (past it) and to the next one (when there is one), and their words. */
+export function Pager({
+  first,
+  next,
+  firstText = "First page",
+  nextText = "Next page",
+}: {
+  first: string | undefined;
+  next: string | undefined;
+  firstText?: string;
+  nextText?: string;
+}) {
+  return (
+    <div class="pager">
+      {first === undefined ? (
+        <span />
+      ) : (
+        <a class="button" href={first}>
+          {firstText}
+        </a>
+      )}
+      {next === undefined ? null : (
+        <a class="button" href={next} rel="next">
+          {nextText}
+        </a>
+      )}
+    </div>
   );
 }
 

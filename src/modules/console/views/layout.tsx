@@ -2,7 +2,8 @@ import type { ComponentChildren } from "preact";
 import { renderToString } from "preact-render-to-string";
 import { type ConsoleSession, can } from "../../users/index.js";
 import { ASSET_VERSION } from "../assets.js";
-import type { ConsoleLink } from "../console.seam.js";
+import type { ConsoleLink } from "../console-link.js";
+import { Field } from "./components.js";
 
 /** What every page knows: who is signed in, the form token, and where it is. */
 export interface PageContext {
@@ -36,6 +37,30 @@ export function FieldError({ page, form, field }: { page: PageContext; form: str
       {message}
     </span>
   ) : null;
+}
+
+/** A field of a form that may be refused: its label (and hint), the control, then the field's problem. */
+export function FormField({
+  page,
+  form,
+  field,
+  label,
+  hint,
+  children,
+}: {
+  page: PageContext;
+  form: string;
+  field: string;
+  label: string;
+  hint?: string;
+  children: ComponentChildren;
+}) {
+  return (
+    <Field label={label} hint={hint}>
+      {children}
+      <FieldError page={page} form={form} field={field} />
+    </Field>
+  );
 }
 
 /** What a refused form could not place beside a field, at the top of the form. */

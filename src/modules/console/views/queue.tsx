@@ -1,7 +1,7 @@
-import { CASE_TYPES } from "../../case-model/index.js";
 import { QUEUE_STATUSES } from "../../cases/index.js";
 import { type AGES, COUNT_CAP, type QueuePage } from "../queue.service.js";
-import { age, Badge, DataTable, Field, label, SubmitButton, TimeCell } from "./components.js";
+import { CaseCell, filterUrl, TypeWorkflowTagFilters } from "./case-list.js";
+import { age, Badge, DataTable, FilterSelect, label, Pager, SubmitButton, TimeCell } from "./components.js";
 import { Layout, type PageContext, PageHead } from "./layout.js";
 
 const TAB_TITLES = { in_review: "In review", waiting: "Waiting", failed: "Failed" } as const;
@@ -13,37 +13,8 @@ const AGE_TITLES: Record<keyof typeof AGES, string> = {
   "30d": "Older than 30 days",
 };
 
-function queueUrl(filters: Record<string, string>, changes: Record<string, string>): string {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries({ ...filters, ...changes })) if (v) params.set(k, v);
-  const query = params.toString();
-  return `/console/queue${query ? `?${query}` : ""}`;
-}
-
-function Select({
-  name,
-  title,
-  value,
-  options,
-}: {
-  name: string;
-  title: string;
-  value: string;
-  options: Array<[string, string]>;
-}) {
-  return (
-    <Field label={title}>
-      <select name={name}>
-        <option value="">Any</option>
-        {options.map(([v, text]) => (
-          <option value={v} selected={v === value}>
-            {text}
-          </option>
-        ))}
-      </select>
-    </Field>
-  );
-}
+const queueUrl = (filters: Record<string, string>, changes: Record<string, string>) =>
+  filterUrl("/console/queue", filters, changes);
 
 export function QueuePageView({ page, queue }: { page: PageContext; queue: QueuePage }) {
   const f = queue.filters;
@@ -71,15 +42,8 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
       </nav>
       <form method="get" action="/console/queue" class="filters" aria-label="Filters">
         <input type="hidden" name="status" value={f.status} />
-        <Select name="type" title="Type" value={f.type} options={CASE_TYPES.map((t) => [t, t])} />
-        <Select
-          name="workflowId"
-          title="Workflow"
-          value={f.workflowId}
-          options={queue.workflows.map((w) => [w, w])}
-        />
-        <Select name="tag" title="Tag" value={f.tag} options={queue.tags.map((t) => [t, t])} />
-        <Select
+        <TypeWorkflowTagFilters values={f} workflows={queue.workflows} tags={queue.tags} />
+        <FilterSelect
           name="age"
           title="Age"
           value={f.age}
@@ -103,9 +67,9 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
           caption={`${TAB_TITLES[f.status]} cases, oldest first`}
           keyboard
           columns={[
-            { head: "Case" },
-            { head: "Status" },
-            { head: "Type" },
+            "Case",
+            "Status",
+            "Type",
             { head: "Workflow", narrow: true },
             { head: "Customer", narrow: true },
             { head: "Age", num: true },
@@ -114,12 +78,7 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
           rows={queue.rows}
           row={(row) => (
             <>
-              <td>
-                <a class="case-link" href={`/console/cases/${row.id}`}>
-                  {row.display_name ?? `Case ${row.id.slice(0, 8)}`}
-                </a>
-                <div class="small muted mono">{row.id.slice(0, 8)}</div>
-              </td>
+              <CaseCell row={row} />
               <td>
                 <Badge value={row.status} />
                 {row.decision_value && row.decision_value !== row.status ? (
@@ -137,20 +96,10 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
           )}
         />
       )}
-      <div class="pager">
-        {queue.paged ? (
-          <a class="button" href={queueUrl(f, { cursor: "" })}>
-            First page
-          </a>
-        ) : (
-          <span />
-        )}
-        {queue.nextCursor ? (
-          <a class="button" href={queueUrl(f, { cursor: queue.nextCursor })} rel="next">
-            Next page
-          </a>
-        ) : null}
-      </div>
+      <Pager
+        first={queue.paged ? queueUrl(f, { cursor: "" }) : undefined}
+        next={queue.nextCursor ? queueUrl(f, { cursor: queue.nextCursor }) : undefined}
+      />
     </Layout>
   );
 }

@@ -36,14 +36,7 @@ export function ApiKeysView({
           title="Keys"
           rows={keys}
           empty="No API keys yet."
-          columns={[
-            { head: "Name" },
-            { head: "Key" },
-            { head: "Scopes" },
-            { head: "Last used" },
-            { head: "Created", narrow: true },
-            ACTIONS,
-          ]}
+          columns={["Name", "Key", "Scopes", "Last used", { head: "Created", narrow: true }, ACTIONS]}
           row={(k) => (
             <>
               <td>

@@ -1,5 +1,6 @@
 import { CASE_TYPES } from "../../../case-model/index.js";
-import { FieldError, FormError, kept, type PageContext } from "../layout.js";
+import { SubmitButton } from "../components.js";
+import { FormError, FormField, kept, type PageContext } from "../layout.js";
 import { FormPanel, SettingsLayout } from "./layout.js";
 
 /** Settings › Review deadlines: how many hours a case of each type may wait for review. */
@@ -22,8 +23,13 @@ export function ReviewSettingsView({
       <FormPanel page={page} id="review-form" title="Deadlines, in hours" action="/console/settings/review">
         <FormError page={page} form="review" />
         {CASE_TYPES.map((type) => (
-          <label class="field">
-            {type} <span class="hint">1 to 8760 hours; empty for no deadline</span>
+          <FormField
+            page={page}
+            form="review"
+            field={type}
+            label={type}
+            hint="1 to 8760 hours; empty for no deadline"
+          >
             <input
               type="number"
               name={type}
@@ -31,12 +37,9 @@ export function ReviewSettingsView({
               max={8760}
               value={kept(page, "review", type, slas.has(type) ? String(slas.get(type)) : "")}
             />
-            <FieldError page={page} form="review" field={type} />
-          </label>
+          </FormField>
         ))}
-        <button type="submit" class="primary">
-          Save deadlines
-        </button>
+        <SubmitButton>Save deadlines</SubmitButton>
       </FormPanel>
     </SettingsLayout>
   );

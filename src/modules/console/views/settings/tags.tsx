@@ -26,7 +26,7 @@ export function TagsView({
           title="Vocabulary"
           rows={options}
           empty="No tags yet."
-          columns={[{ head: "Tag" }, { head: "State" }, { head: "Changed", narrow: true }, ACTIONS]}
+          columns={["Tag", "State", { head: "Changed", narrow: true }, ACTIONS]}
           row={(o) => (
             <>
               <td class="mono">{o.tag}</td>

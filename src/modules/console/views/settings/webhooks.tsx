@@ -1,6 +1,6 @@
 import type { DeliveryView, WebhookConfigView } from "../../../webhooks/index.js";
-import { Attempts, Badge, Field, Time } from "../components.js";
-import { FieldError, FormError, kept, type PageContext } from "../layout.js";
+import { Attempts, Badge, FilterSelect, SubmitButton, Time } from "../components.js";
+import { FormError, FormField, kept, type PageContext } from "../layout.js";
 import { ACTIONS, DataTable, DeleteButton, FormPanel, Panel, PostButton, SettingsLayout } from "./layout.js";
 
 /** A page of the delivery log, with the status it is filtered by. */
@@ -39,8 +39,8 @@ export function WebhooksView({
             rows={configs}
             empty="No endpoint is configured: events are recorded but not sent."
             columns={[
-              { head: "Key" },
-              { head: "URL" },
+              "Key",
+              "URL",
               { head: "Signing secret", narrow: true },
               { head: "Attempts", num: true, narrow: true },
               ACTIONS,
@@ -83,8 +83,13 @@ export function WebhooksView({
           action="/console/settings/webhooks"
         >
           <FormError page={page} form="webhook" />
-          <label class="field">
-            Key <span class="hint">“default” receives every event without a key of its own</span>
+          <FormField
+            page={page}
+            form="webhook"
+            field="webhookKey"
+            label="Key"
+            hint="“default” receives every event without a key of its own"
+          >
             <input
               type="text"
               name="webhookKey"
@@ -92,10 +97,8 @@ export function WebhooksView({
               value={value("webhookKey", editing?.webhookKey ?? "default")}
               pattern="[A-Za-z0-9][A-Za-z0-9._\-]{0,63}"
             />
-            <FieldError page={page} form="webhook" field="webhookKey" />
-          </label>
-          <label class="field">
-            URL
+          </FormField>
+          <FormField page={page} form="webhook" field="url" label="URL">
             <input
               type="url"
               name="url"
@@ -103,29 +106,30 @@ export function WebhooksView({
               placeholder="https://hooks.example.com/cds"
               value={value("url", editing?.url ?? "")}
             />
-            <FieldError page={page} form="webhook" field="url" />
-          </label>
-          <label class="field">
-            Secret id{" "}
-            <span class="hint">
-              optional: names the secret in the signature header; leave it and the secret empty to keep the
-              stored ones
-            </span>
+          </FormField>
+          <FormField
+            page={page}
+            form="webhook"
+            field="secretId"
+            label="Secret id"
+            hint="optional: names the secret in the signature header; leave it and the secret empty to keep the stored ones"
+          >
             <input type="text" name="secretId" value={value("secretId", "")} />
-            <FieldError page={page} form="webhook" field="secretId" />
-          </label>
-          <label class="field">
-            Secret{" "}
-            <span class="hint">
-              {editing
+          </FormField>
+          <FormField
+            page={page}
+            form="webhook"
+            field="secret"
+            label="Secret"
+            hint={
+              editing
                 ? "at least 16 characters; leave empty to keep the stored one"
-                : "at least 16 characters"}
-            </span>
+                : "at least 16 characters"
+            }
+          >
             <input type="password" name="secret" autocomplete="off" />
-            <FieldError page={page} form="webhook" field="secret" />
-          </label>
-          <label class="field">
-            Attempts <span class="hint">1 to 20</span>
+          </FormField>
+          <FormField page={page} form="webhook" field="maxAttempts" label="Attempts" hint="1 to 20">
             <input
               type="number"
               name="maxAttempts"
@@ -133,10 +137,8 @@ export function WebhooksView({
               max={20}
               value={value("maxAttempts", String(editing?.maxAttempts ?? 5))}
             />
-            <FieldError page={page} form="webhook" field="maxAttempts" />
-          </label>
-          <label class="field">
-            Timeout (ms)
+          </FormField>
+          <FormField page={page} form="webhook" field="timeoutMs" label="Timeout (ms)">
             <input
               type="number"
               name="timeoutMs"
@@ -144,36 +146,29 @@ export function WebhooksView({
               max={30000}
               value={value("timeoutMs", String(editing?.timeoutMs ?? 10000))}
             />
-            <FieldError page={page} form="webhook" field="timeoutMs" />
-          </label>
-          <button type="submit" class="primary">
-            Save endpoint
-          </button>
+          </FormField>
+          <SubmitButton>Save endpoint</SubmitButton>
         </FormPanel>
       </div>
       <Panel id="log" title="Delivery log">
         <form method="get" action="/console/settings/webhooks" class="filters">
-          <Field label="Status">
-            <select name="status">
-              <option value="">Any</option>
-              {["pending", "succeeded", "failed"].map((s) => (
-                <option value={s} selected={s === log.status}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </Field>
+          <FilterSelect
+            name="status"
+            title="Status"
+            value={log.status}
+            options={["pending", "succeeded", "failed"].map((s) => [s, s])}
+          />
           <button type="submit">Show</button>
         </form>
         <DataTable
           rows={log.deliveries}
           empty="No deliveries."
           columns={[
-            { head: "Event" },
-            { head: "Status" },
-            { head: "Attempts (time, duration, answer)" },
+            "Event",
+            "Status",
+            "Attempts (time, duration, answer)",
             { head: "Case", narrow: true },
-            { head: "Created" },
+            "Created",
             ACTIONS,
           ]}
           row={(d) => (

@@ -1,0 +1,53 @@
+import { CASE_TYPES } from "../../case-model/index.js";
+import { FilterSelect } from "./components.js";
+
+// The pieces the lists of cases share (the review queue, All cases and Mine): the links that keep
+// the filters, the filters they all offer, and the link to a case.
+
+/** The page at `base` with the filters `values`, changed by `changes`; empty values are left out. */
+export function filterUrl(
+  base: string,
+  values: Record<string, string>,
+  changes: Record<string, string>,
+): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries({ ...values, ...changes })) if (v) params.set(k, v);
+  const query = params.toString();
+  return `${base}${query ? `?${query}` : ""}`;
+}
+
+/** The filters every list of cases offers: the case's type, its workflow and a tag. */
+export function TypeWorkflowTagFilters({
+  values,
+  workflows,
+  tags,
+}: {
+  values: { type: string; workflowId: string; tag: string };
+  workflows: readonly string[];
+  tags: readonly string[];
+}) {
+  return (
+    <>
+      <FilterSelect name="type" title="Type" value={values.type} options={CASE_TYPES.map((t) => [t, t])} />
+      <FilterSelect
+        name="workflowId"
+        title="Workflow"
+        value={values.workflowId}
+        options={workflows.map((w) => [w, w])}
+      />
+      <FilterSelect name="tag" title="Tag" value={values.tag} options={tags.map((t) => [t, t])} />
+    </>
+  );
+}
+
+/** A case's cell: its name (or "Case" and its short id) linking to it, its short id below. */
+export function CaseCell({ row }: { row: { id: string; display_name: string | null } }) {
+  return (
+    <td>
+      <a class="case-link" href={`/console/cases/${row.id}`}>
+        {row.display_name ?? `Case ${row.id.slice(0, 8)}`}
+      </a>
+      <div class="small muted mono">{row.id.slice(0, 8)}</div>
+    </td>
+  );
+}
