@@ -158,6 +158,30 @@ describe("an evaluation that moves to a thread", () => {
     expect(trace.trace[0].lists).toEqual([{ list: "blocked", value: "bad", found: true }]);
   });
 
+  it("records the customer attributes an expression read on a thread, as on the event loop", async () => {
+    await createWorkflow(
+      h.app,
+      hostile.tenantId,
+      "attributes",
+      oneRule('has(customer.attributes.tier) && customer.attributes.tier == "gold" && size(payload.s) > 200'),
+    );
+    const set = await h.app.inject({
+      method: "POST",
+      url: "/customer-attributes",
+      headers: hostile.headers,
+      payload: { externalCustomerId: "cust-42", attributes: { tier: "gold", other: 1 } },
+    });
+    expect(set.statusCode, set.body).toBe(200);
+    const res = await waitForCase(
+      h.app,
+      hostile.headers,
+      await created(hostile, "attributes", { s: "n".repeat(300) }),
+    );
+    expect(res.result.decision.value).toBe("approved");
+    const trace = (await h.app.inject({ url: `/admin/cases/${res.caseId}`, headers: adminHeaders })).json();
+    expect(trace.trace[0].attributes).toEqual({ tier: "gold" });
+  });
+
   it("a comprehension over a 10,000-element list ends on the budget, on a thread", async () => {
     await createWorkflow(
       h.app,

@@ -313,6 +313,11 @@ function metered<T>(variables: ExpressionVariables, kind: ExpressionKind, source
   // Evaluated on a thread already (this node evaluation, an earlier attempt): its result stands.
   const done = m.offloads?.result(kind, source);
   if (done) {
+    // Read again here what it read there, for whoever watches these variables (the trace's
+    // attributes): a property's descriptor is how CEL reads a field.
+    const attributes = variables.customer?.attributes;
+    for (const key of done.attributeKeys ?? [])
+      if (attributes) Object.getOwnPropertyDescriptor(attributes, key);
     m.left -= done.spent;
     if (m.left < 0) throw new BudgetExceeded();
     if ("error" in done) throw new Error(done.error);
@@ -634,11 +639,15 @@ export interface ExpressionTask {
   answers: Array<{ list: string; value: string; found: boolean }>;
 }
 
-/** What the thread found: the value or the failure, the units spent, and list answers it lacked. */
-export type ExpressionResult = { spent: number; missing: Array<{ list: string; value: string }> } & (
-  | { value: unknown }
-  | { error: string }
-);
+/**
+ * What the thread found: the value or the failure, the units spent, list answers it lacked, and
+ * the customer attributes it read.
+ */
+export type ExpressionResult = {
+  spent: number;
+  missing: Array<{ list: string; value: string }>;
+  attributeKeys?: string[];
+} & ({ value: unknown } | { error: string });
 
 /**
  * The expressions of one node evaluation that ran on a thread, by kind and source, and the one
@@ -722,15 +731,30 @@ export function evaluateTask(task: ExpressionTask): ExpressionResult {
   }
   const lookups = new ListLookups();
   for (const a of task.answers) lookups.learn(a.list, a.value, a.found);
-  const variables = withListLookups(task.variables, lookups);
+  const read = new Set<string>();
+  const attributes = new Proxy(task.variables.customer.attributes, {
+    getOwnPropertyDescriptor(target, key) {
+      if (typeof key === "string") read.add(key);
+      return Reflect.getOwnPropertyDescriptor(target, key);
+    },
+    ownKeys(target) {
+      const keys = Reflect.ownKeys(target);
+      for (const key of keys) if (typeof key === "string") read.add(key);
+      return keys;
+    },
+  });
+  const variables = withListLookups(
+    { ...task.variables, customer: { ...task.variables.customer, attributes } },
+    lookups,
+  );
   const m = newMeter(task.budget, undefined);
   meters.set(variables, m);
-  const spent = () => Math.min(task.budget - m.left, task.budget + 1);
+  const facts = () => ({ spent: Math.min(task.budget - m.left, task.budget + 1), attributeKeys: [...read] });
   try {
     const value = run(variables);
-    return { spent: spent(), missing: [], value };
+    return { ...facts(), missing: [], value };
   } catch (err) {
-    if (err instanceof LookupsNeeded) return { spent: spent(), missing: lookups.takeMissing(), error: "" };
-    return { spent: spent(), missing: [], error: failure(err) };
+    if (err instanceof LookupsNeeded) return { ...facts(), missing: lookups.takeMissing(), error: "" };
+    return { ...facts(), missing: [], error: failure(err) };
   }
 }
