@@ -48,7 +48,7 @@ export function SortSelect({ value, own }: { value: string; own: string }) {
       title="Order"
       value={value}
       any={own}
-      options={[["due", "Due date, overdue first"]]}
+      options={[["due", "Due date"]]}
     />
   );
 }
