@@ -1,6 +1,7 @@
 import type { FeatureModule } from "../platform/app-types.js";
 import { attributesModule } from "./attributes/index.js";
 import { authModule } from "./auth/index.js";
+import { backtestsModule } from "./backtests/index.js";
 import { casesModule } from "./cases/index.js";
 import { consoleModule } from "./console/index.js";
 import { engineModule } from "./engine/index.js";
@@ -28,6 +29,7 @@ export const featureModules: readonly FeatureModule[] = [
   providersModule,
   entitiesModule,
   listsModule,
+  backtestsModule,
   usersModule,
   consoleModule,
 ];

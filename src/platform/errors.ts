@@ -37,6 +37,8 @@ export const ERRORS = {
   // Lists.
   list_full: 409,
   list_in_use: 409,
+  // Backtests.
+  backtest_limit_reached: 409,
   // Requests refused by the HTTP parser before any route runs.
   request_timeout: 408,
   headers_too_large: 431,

@@ -7,4 +7,4 @@
  */
 export * from "./jobs/handlers.js";
 export { deleteJob, enqueue, insertJobs, JOBS_CHANNEL, type JobSpec, notifyJobs } from "./jobs/queue.js";
-export { JobWorker, type WorkerOptions } from "./jobs/worker.js";
+export { JobWorker, settleWithin, type WorkerOptions } from "./jobs/worker.js";

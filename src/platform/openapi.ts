@@ -133,6 +133,10 @@ const API_TAGS = (
       "operator: lists",
       "A tenant's named lists of values, which workflows read with inList (operator token).",
     ],
+    [
+      "operator: backtests",
+      "Run a candidate workflow version over past cases before publishing it (operator token).",
+    ],
   ] as const
 ).map(([name, description]) => ({ name, description }));
 

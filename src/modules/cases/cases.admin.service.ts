@@ -60,14 +60,13 @@ export async function overrideDecision(
       decision_history: JSON.stringify(history),
     });
     // Whatever the door (console, operator API, CLI), the audit row commits with the override.
-    await insertAudit(tx, {
-      tenantId: row.tenant_id,
-      actor: entry.actor,
-      action: "case.override",
-      target: `case:${row.id}`,
-      before: { status: row.status, decision: row.decision },
-      after: { status, decision: entry },
-    });
+    await insertAudit(
+      tx,
+      { tenantId: row.tenant_id, actor: entry.actor },
+      "case.override",
+      `case:${row.id}`,
+      { before: { status: row.status, decision: row.decision }, after: { status, decision: entry } },
+    );
     const result = { decision: entry, decisionHistory: history, workflow_result: row.workflow_result };
     await emitEvent(tx, decisionEvent("case.decision_overridden", row, result, now));
     const updated = await findCaseAnyTenant(tx, caseId);
@@ -93,14 +92,13 @@ export async function closeCase(
       closed_at: new Date(),
       closed_by: `analyst:${input.actor}`,
     });
-    await insertAudit(tx, {
-      tenantId: row.tenant_id,
-      actor: `analyst:${input.actor}`,
-      action: "case.close",
-      target: `case:${row.id}`,
-      before: { status: row.status },
-      after: { status: "closed" },
-    });
+    await insertAudit(
+      tx,
+      { tenantId: row.tenant_id, actor: `analyst:${input.actor}` },
+      "case.close",
+      `case:${row.id}`,
+      { before: { status: row.status }, after: { status: "closed" } },
+    );
     const updated = await findCaseAnyTenant(tx, caseId);
     return caseRecord(ctx.cases.parts, tx, updated ?? row);
   });

@@ -325,3 +325,36 @@ export function casesDecided(db: Executor, tenantId: string, decision: string) {
     .where("tenant_id", "=", tenantId)
     .where(sql<string>`decision->>'value'`, "=", decision);
 }
+
+/** The tenant's cases of these ids (unknown ids left out), in no particular order. */
+export async function findCases(db: Executor, tenantId: string, caseIds: string[]): Promise<CaseRow[]> {
+  const ids = caseIds.filter(isUuid);
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom("cases")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
+    .where("id", "in", ids)
+    .execute();
+}
+
+/**
+ * The tenant's cases of a workflow (any version) accepted in `[from, to)`, dry runs left out,
+ * as a subquery of `(id, created_at)` (a backtest chooses its cases from it).
+ */
+export function casesOfWorkflow(
+  db: Executor,
+  tenantId: string,
+  window: { workflowId: string; from: Date; to: Date; caseType?: string },
+) {
+  let query = db
+    .selectFrom("cases")
+    .select(["id", "created_at"])
+    .where("tenant_id", "=", tenantId)
+    .where("workflow_id", "=", window.workflowId)
+    .where("created_at", ">=", window.from)
+    .where("created_at", "<", window.to)
+    .where("dry_run", "=", false);
+  if (window.caseType !== undefined) query = query.where("type", "=", window.caseType);
+  return query;
+}

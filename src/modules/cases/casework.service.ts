@@ -76,11 +76,7 @@ export async function addComment(
       author: who.actor,
       body: text,
     });
-    await insertAudit(tx, {
-      tenantId: who.tenantId,
-      actor: who.actor,
-      action: "case.comment",
-      target: `case:${caseId}`,
+    await insertAudit(tx, who, "case.comment", `case:${caseId}`, {
       after: { commentId: row.id, body: text },
     });
     return commentView(row);
@@ -120,11 +116,7 @@ export async function assignCases(
       assigneeId,
     );
     for (const row of changed) {
-      await insertAudit(tx, {
-        tenantId: who.tenantId,
-        actor: who.actor,
-        action: assigneeId === null ? "case.release" : "case.assign",
-        target: `case:${row.id}`,
+      await insertAudit(tx, who, assigneeId === null ? "case.release" : "case.assign", `case:${row.id}`, {
         before: { assignee: row.assignee_id },
         after: { assignee: assigneeId },
       });
@@ -152,11 +144,7 @@ export async function setReviewSlas(
   await ctx.db.transaction(async (tx) => {
     const before = await reviewSlas(tx, who.tenantId);
     for (const [type, h] of Object.entries(hours)) await putReviewSla(tx, who.tenantId, type, h);
-    await insertAudit(tx, {
-      tenantId: who.tenantId,
-      actor: who.actor,
-      action: "review_sla.set",
-      target: "review_sla",
+    await insertAudit(tx, who, "review_sla.set", "review_sla", {
       before: Object.fromEntries(before),
       after: Object.fromEntries(Object.entries(hours).filter(([, h]) => h !== null)),
     });
@@ -193,11 +181,7 @@ export async function saveCaseFilter(
       throw badRequest("a filter of this name exists", [
         { path: "name", message: "A saved filter already has this name." },
       ]);
-    await insertAudit(tx, {
-      tenantId: who.tenantId,
-      actor: who.actor,
-      action: "case_filter.save",
-      target: `case_filter:${row.id}`,
+    await insertAudit(tx, who, "case_filter.save", `case_filter:${row.id}`, {
       after: { name: row.name, query: row.query },
     });
     return row;
@@ -212,11 +196,7 @@ export async function removeCaseFilter(ctx: AppContext, who: Worker, filterId: s
     if (!who.admin && row.created_by !== who.actor)
       throw new AppError("forbidden", "Only its author or an admin deletes a saved filter.");
     await deleteCaseFilter(tx, who.tenantId, filterId);
-    await insertAudit(tx, {
-      tenantId: who.tenantId,
-      actor: who.actor,
-      action: "case_filter.delete",
-      target: `case_filter:${row.id}`,
+    await insertAudit(tx, who, "case_filter.delete", `case_filter:${row.id}`, {
       before: { name: row.name, query: row.query },
     });
   });

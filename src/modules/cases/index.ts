@@ -59,12 +59,16 @@ export {
   caseStatesUpdate,
   /** The ids of the tenant's cases whose current decision is this one (a subquery). */
   casesDecided,
+  /** The tenant's cases of a workflow accepted in a window, dry runs left out (a subquery). */
+  casesOfWorkflow,
   /** Claims up to `limit` cases waiting to start, oldest first, for the rest of the transaction */
   claimReceivedCases,
   /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */
   findCase,
   /** The tenant's case as other modules need it (tenant, type, status, dry run), or undefined. */
   findCaseFacts,
+  /** The tenant's cases of these ids (unknown ids left out). */
+  findCases,
   /** The tenant owning a case, for operator routes that address a case by id alone. */
   findCaseTenant,
   /** Reads and locks the case for the rest of the transaction */

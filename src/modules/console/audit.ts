@@ -12,11 +12,5 @@ export async function audit(
   target: string,
   change: { before?: unknown; after?: unknown } = {},
 ): Promise<void> {
-  await insertAudit(ctx.db.root, {
-    tenantId: session.tenantId,
-    actor: session.actor,
-    action,
-    target,
-    ...change,
-  });
+  await insertAudit(ctx.db.root, session, action, target, change);
 }

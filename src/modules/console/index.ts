@@ -81,6 +81,8 @@ export {
   Fields,
   /** A value's underscores as spaces (`not_a_match` → `not a match`). */
   label,
+  /** The options of a select, each value shown as it is, one of them chosen. */
+  Options,
   /** A titled section of a page. */
   Panel,
   /** A form's main button. */

@@ -33,6 +33,8 @@ export class CaseStarter {
   readonly #lanes: number;
   #stopped = true;
   #wake: Array<() => void> = [];
+  /** A notification came while no lane slept: the next lane to finish its batch looks again. */
+  #missed = false;
   #loops: Promise<void>[] = [];
   #unlisten: (() => Promise<void>) | undefined;
 
@@ -45,7 +47,7 @@ export class CaseStarter {
     if (!this.#stopped) return;
     this.#stopped = false;
     this.#unlisten = await this.ctx.db.listen(JOBS_CHANNEL, (kind) => {
-      if (kind === "" || kind === START_NOTIFICATION) this.#wakeAll();
+      if (kind === "" || kind === START_NOTIFICATION) this.#wakeOne();
     });
     this.#loops = Array.from({ length: this.#lanes }, (_, lane) => this.#run(lane));
   }
@@ -63,7 +65,18 @@ export class CaseStarter {
   }
 
   /**
-   * One lane. Lanes wake when cases are inserted; the first also polls (CDS_JOB_POLL_MS), should
+   * One lane per notification: a few cases inserted wake the lane that slept longest, not every
+   * lane (three of four would claim nothing, each in a transaction of its own). Lanes join in as
+   * notifications keep coming while others are busy, and all of them when a batch comes back full.
+   */
+  #wakeOne(): void {
+    const wake = this.#wake.shift();
+    if (wake) wake();
+    else this.#missed = true;
+  }
+
+  /**
+   * One lane. A lane wakes when cases are inserted; the first also polls (CDS_JOB_POLL_MS), should
    * a notification be missed, and the others stay asleep while idle: an idle starter costs one
    * transaction a poll, not one per lane.
    */
@@ -82,6 +95,11 @@ export class CaseStarter {
         continue;
       }
       if (this.#stopped) continue;
+      if (this.#missed) {
+        // Cases were inserted while this batch ran (its claim may not have seen them).
+        this.#missed = false;
+        continue;
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, idleMs);
         this.#wake.push(() => {

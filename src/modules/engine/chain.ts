@@ -11,62 +11,90 @@ import {
   ExpressionError,
   type ExpressionVariables,
   ListLookups,
+  type ListProbe,
   LookupsNeeded,
   NodeEvaluationError,
+  type NodeInput,
   type NodeOutcome,
   type NodeType,
   withListLookups,
 } from "../workflows/index.js";
 import { emptyPlan, failCase, nodeCaseOf, nodeOf, type Planned, stepRecord, variablesOf } from "./plan.js";
+import { AttributeReads } from "./recorded-inputs.js";
 import { CALL_JOB, stepJob, waitTimeoutJob } from "./step-jobs.js";
 
 /** How many rounds of list lookups one node evaluation may ask for. */
 const LOOKUP_ROUNDS = 8;
+
+/** Answers `inList` probes: undefined for a list the tenant does not have. */
+export type ListAnswers = (probes: ListProbe[]) => Promise<Array<boolean | undefined>>;
+
+/** The node evaluation's input, but for the variables, which `evaluate` builds once per attempt. */
+export type EvaluationInput = Omit<NodeInput, "vars">;
 
 /**
  * Evaluates a node; an expression that fails, or a value the node cannot use, fails the case.
  * An expression that reads a list answer it does not have yet ends the attempt: the answers are
  * looked up (all of one attempt in one query, in the step's transaction) and the node is
  * evaluated again with fresh variables, so that only the last attempt counts (and is metered).
- * The list answers the node read are recorded with its step (`lists` in its trace entry).
+ * What the node read from outside the case is recorded with its step: the list answers (`lists`
+ * in its trace entry) and the customer attributes (`attributes`, `attributesAbsent`). A
+ * backtest evaluates through here too, with the answers of the case's record.
  */
-async function evaluate(
+export async function evaluate(
   type: NodeType,
   node: CompiledNode,
-  input: Omit<Parameters<NodeType["evaluate"]>[1], "vars">,
+  input: EvaluationInput,
   vars: () => ExpressionVariables,
+  answers: ListAnswers,
 ): Promise<NodeOutcome> {
   const lookups = new ListLookups();
+  let attempt = new AttributeReads();
   try {
     for (let round = 0; ; round++) {
       try {
-        const outcome = await type.evaluate(node, { ...input, vars: withListLookups(vars(), lookups) });
-        return withListAnswers(outcome, lookups);
+        const outcome = await type.evaluate(node, {
+          ...input,
+          vars: attempt.watch(withListLookups(vars(), lookups)),
+        });
+        return withFacts(outcome, lookups, attempt);
       } catch (err) {
         if (!(err instanceof LookupsNeeded)) throw err;
         if (round >= LOOKUP_ROUNDS) {
           throw new NodeEvaluationError(node.id, `read lists more than ${LOOKUP_ROUNDS} times in a row`);
         }
-        await lookUp(input, lookups, node.id);
+        await lookUp(answers, lookups, node.id);
+        attempt = new AttributeReads();
       }
     }
   } catch (err) {
     if (err instanceof ExpressionError || err instanceof NodeEvaluationError) {
-      return withListAnswers({ kind: "fail", message: err.message }, lookups);
+      return withFacts({ kind: "fail", message: err.message }, lookups, attempt);
     }
     throw err;
   }
 }
 
-async function lookUp(
-  input: Omit<Parameters<NodeType["evaluate"]>[1], "vars">,
-  lookups: ListLookups,
-  nodeId: string,
-): Promise<void> {
-  const lists = input.ctx.lists;
+/** The list answers of the tenant's lists, read in the step's transaction. */
+function liveLists(ctx: AppContext, tx: Tx, tenantId: string): ListAnswers {
+  return async (probes) => {
+    if (!ctx.lists) throw new ReadsNoLists();
+    return ctx.lists.contains(tx, tenantId, probes);
+  };
+}
+
+class ReadsNoLists extends Error {}
+
+async function lookUp(answers: ListAnswers, lookups: ListLookups, nodeId: string): Promise<void> {
   const probes = lookups.takeMissing();
-  if (!lists) throw new NodeEvaluationError(nodeId, "reads lists, which this service does not keep");
-  const found = await lists.contains(input.tx, input.case.tenantId, probes);
+  let found: Array<boolean | undefined>;
+  try {
+    found = await answers(probes);
+  } catch (err) {
+    if (err instanceof ReadsNoLists)
+      throw new NodeEvaluationError(nodeId, "reads lists, which this service does not keep");
+    throw err;
+  }
   probes.forEach((probe, i) => {
     const answer = found[i];
     if (answer === undefined) {
@@ -79,11 +107,16 @@ async function lookUp(
   });
 }
 
-/** The outcome with the list answers its node read, as a fact of its trace entry. */
-function withListAnswers(outcome: NodeOutcome, lookups: ListLookups): NodeOutcome {
+/** The outcome with what its node read from outside the case, as facts of its trace entry. */
+function withFacts(outcome: NodeOutcome, lookups: ListLookups, reads: AttributeReads): NodeOutcome {
   const read = lookups.read();
-  if (read.length === 0) return outcome;
-  return { ...outcome, explain: { ...outcome.explain, lists: read } } as NodeOutcome;
+  const attributes = reads.facts();
+  if (read.length === 0 && attributes.attributes === undefined && attributes.attributesAbsent === undefined)
+    return outcome;
+  return {
+    ...outcome,
+    explain: { ...outcome.explain, ...(read.length > 0 ? { lists: read } : {}), ...attributes },
+  } as NodeOutcome;
 }
 
 interface ChainStart {
@@ -131,6 +164,7 @@ export async function runChain(
       node,
       { ctx, tx, case: kase, seq, ...(first && start.called ? { called: start.called.value } : {}) },
       () => variablesOf(row, start.attributes, outputs),
+      liveLists(ctx, tx, row.tenant_id),
     );
     const step = stepRecord(row, { seq, nodeId, nodeType: node.type, startedAt }, outcome);
     plan.write.inserts.push(step);

@@ -197,3 +197,47 @@ export async function resolveOpenWaitsOfCase(
   const open = { tenant_id: tenantId, case_id: caseId, resolved_at: null };
   await updateRows(tx, "case_waits", open, { resolved_at: sql<Date>`now()`, resolution });
 }
+
+/** Groups rows by their case id, each group in the order read. */
+function byCase<R extends { case_id: string }>(rows: R[]): Map<string, R[]> {
+  const groups = new Map<string, R[]>();
+  for (const row of rows) {
+    const group = groups.get(row.case_id);
+    if (group) group.push(row);
+    else groups.set(row.case_id, [row]);
+  }
+  return groups;
+}
+
+/** The steps of the tenant's cases, by case, each case's in order (a backtest's batch). */
+export async function stepsOfCases(
+  db: Executor,
+  tenantId: string,
+  caseIds: string[],
+): Promise<Map<string, StepRow[]>> {
+  const rows = await db
+    .selectFrom("case_steps")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
+    .where("case_id", "in", caseIds)
+    .orderBy("case_id")
+    .orderBy("seq")
+    .execute();
+  return byCase(rows);
+}
+
+/** The waits of the tenant's cases, by case (a backtest's batch). */
+export async function waitsOfCases(
+  db: Executor,
+  tenantId: string,
+  caseIds: string[],
+): Promise<Map<string, WaitRow[]>> {
+  const rows = await db
+    .selectFrom("case_waits")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
+    .where("case_id", "in", caseIds)
+    .orderBy("created_at")
+    .execute();
+  return byCase(rows);
+}

@@ -35,6 +35,7 @@ async function giveUpStep(ctx: AppContext, job: ClaimedJob, attempts: number, tx
 
 export const engineModule: FeatureModule = {
   name: "engine",
+  migrations: "engine",
   tables: ["case_steps", "case_waits"],
   nodeTypes: [...engineNodeTypes],
   background: (ctx) => [new CaseStarter(ctx)],
@@ -81,6 +82,12 @@ export {
   /** A node of a case paused on an external system, with its pending handle and actions. */
   type PausedNode,
 } from "./callbacks.service.js";
+export {
+  /** What a backtest made of one past case: before (the workflow's own decision and path) and after. */
+  type Replayed,
+  /** Replays past cases on a candidate version through the live node types, reading only. */
+  replayCases,
+} from "./replay.js";
 export { caseTrace, type TraceEntry } from "./trace.js";
 /** Runs new cases as they are accepted, each claimed from the cases table itself (decision 0011). */
 export { CaseStarter };

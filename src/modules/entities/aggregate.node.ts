@@ -1,7 +1,16 @@
 import { sql } from "kysely";
 import type { Tx } from "../../platform/db/index.js";
 import { CASE_TYPES, DECISION_VALUES } from "../case-model/index.js";
-import { describeEnd, fieldReferences, isJsonObject, type NodeType, schemaRef } from "../workflows/index.js";
+import {
+  describeEnd,
+  fieldReferences,
+  isJsonObject,
+  type NodeCase,
+  type NodeOutcome,
+  type NodeReplay,
+  type NodeType,
+  schemaRef,
+} from "../workflows/index.js";
 import { AGGREGATE_FUNCTIONS, type AggregateFunction, computeFigure, type Figure } from "./history.js";
 import { ENTITY_TYPES } from "./keys.js";
 
@@ -90,6 +99,7 @@ async function withinBudget(bounded: boolean, tx: Tx, run: () => Promise<void>):
 export const aggregateNode: NodeType<AggregateNode> = {
   type: "aggregate",
   effects: "transaction",
+  replays: true,
   definition: {
     description:
       "Figures over the tenant's past cases sharing an entity with this case (count, sums of amounts, distinct entities) in a time window, read as `nodes.<id>.<name>`.",
@@ -176,7 +186,8 @@ export const aggregateNode: NodeType<AggregateNode> = {
       })),
     };
   },
-  async evaluate(node, { ctx, tx, case: kase }) {
+  async evaluate(node, { ctx, tx, case: kase, replay }) {
+    if (replay) return replayFigures(node, kase, replay);
     const output: Record<string, number | null> = {};
     const figures: Array<Record<string, unknown>> = [];
     const answered = await withinBudget(ctx.db.kind === "postgres", tx, async () => {
@@ -206,6 +217,33 @@ export const aggregateNode: NodeType<AggregateNode> = {
     ];
   },
 };
+
+/** Whether a figure recorded in a trace entry is the one this definition asks for. */
+function sameFigure(recorded: Record<string, unknown>, name: string, d: FigureDefinition): boolean {
+  const keys = ["function", "by", "window", "field", "distinct", "caseType", "decision", "tag"] as const;
+  return recorded.name === name && keys.every((k) => recorded[k] === d[k]);
+}
+
+/**
+ * A backtest's figures: those the case computed (the same name and definition) as it recorded
+ * them, any other computed now as of the case's own time (decision 0027).
+ */
+async function replayFigures(node: AggregateNode, kase: NodeCase, replay: NodeReplay): Promise<NodeOutcome> {
+  const recorded = replay.step?.explain?.figures;
+  const past = Array.isArray(recorded) ? recorded.filter(isJsonObject) : [];
+  const output: Record<string, number | null> = {};
+  const figures: Array<Record<string, unknown>> = [];
+  for (const { name, definition, figure } of node.figures) {
+    const same = past.find((f) => sameFigure(f, name, definition));
+    const value =
+      same && (typeof same.value === "number" || same.value === null)
+        ? same.value
+        : await computeFigure(replay.db, kase, figure);
+    Object.defineProperty(output, name, { value, enumerable: true, writable: true, configurable: true });
+    figures.push({ name, ...definition, value });
+  }
+  return { kind: "continue", next: node.next, output, explain: { figures } };
+}
 
 const UNITS: Array<[number, string]> = [
   [7 * 24 * 60 * MINUTE, "week"],

@@ -5,6 +5,7 @@ import {
   positiveInt,
   TENANT_OPTION,
   tenantPath,
+  withQuery,
 } from "../../platform/cli/context.js";
 
 /** `cds entity`: find an entity, show it with its linked entities, list its cases. */
@@ -15,12 +16,12 @@ export function entitiesCli(program: Command, cli: CliContext): void {
   entity
     .command("find")
     .description("find the tenant's entity of a type and value (the value is normalised first)")
-    .requiredOption("--tenant <tenantId>", "the tenant")
+    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
     .requiredOption("--type <type>", "customer, email, phone, iban, device_id, …")
     .requiredOption("--value <value>", "the value")
     .action(async (opts: { tenant: string; type: string; value: string }) => {
-      const query = new URLSearchParams({ type: opts.type, value: opts.value });
-      cli.print(await cli.client().request("GET", `${tenantPath(opts.tenant, "entities")}?${query}`));
+      const path = withQuery(tenantPath(opts.tenant, "entities"), { type: opts.type, value: opts.value });
+      cli.print(await cli.client().request("GET", path));
     });
   const ENTITY = ["--entity <entityId>", "the entity"] as const;
   callCommand(entity, cli, {
@@ -32,16 +33,13 @@ export function entitiesCli(program: Command, cli: CliContext): void {
   entity
     .command("cases")
     .description("list an entity's cases, newest first")
-    .requiredOption("--tenant <tenantId>", "the tenant")
+    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
     .requiredOption(...ENTITY)
     .option("--limit <n>", "cases per page (up to 200)", positiveInt)
     .option("--cursor <cursor>", "the nextCursor of the previous page")
     .action(async (opts: { tenant: string; entity: string; limit?: number; cursor?: string }) => {
-      const query = new URLSearchParams({
-        ...(opts.limit === undefined ? {} : { limit: String(opts.limit) }),
-        ...(opts.cursor === undefined ? {} : { cursor: opts.cursor }),
-      });
-      const path = tenantPath(opts.tenant, "entities", opts.entity, "cases");
-      cli.print(await cli.client().request("GET", query.size > 0 ? `${path}?${query}` : path));
+      const { limit, cursor } = opts;
+      const path = withQuery(tenantPath(opts.tenant, "entities", opts.entity, "cases"), { limit, cursor });
+      cli.print(await cli.client().request("GET", path));
     });
 }

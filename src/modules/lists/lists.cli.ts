@@ -8,6 +8,7 @@ import {
   type RequiredOption,
   TENANT_OPTION,
   tenantPath,
+  withQuery,
 } from "../../platform/cli/context.js";
 import { LIST_LIMITS } from "./lists.service.js";
 
@@ -18,19 +19,26 @@ export function valuesOfText(text: string): string[] {
   return text.split(/\r?\n/).filter((line) => line.trim() !== "");
 }
 
+/** A command of `cds list` about one list: `--tenant` and `--list` required. */
+function listCommand(list: Command, name: string, description: string): Command {
+  return list
+    .command(name)
+    .description(description)
+    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
+    .requiredOption(LIST_OPTION[0], LIST_OPTION[1]);
+}
+
 /**
  * `add` or `remove`: the values given and those of `--file`, in calls of at most 10,000 values
  * (each one transaction); prints the list's count after the last call.
  */
 function changeCommand(list: Command, cli: CliContext, kind: "add" | "remove"): void {
-  list
-    .command(kind)
-    .description(
-      `${kind} values (normalised by the list's rule); a --file of more than ${LIST_LIMITS.valuesPerCall} ` +
-        "values is sent in several calls, each applied in one transaction",
-    )
-    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
-    .requiredOption(LIST_OPTION[0], LIST_OPTION[1])
+  listCommand(
+    list,
+    kind,
+    `${kind} values (normalised by the list's rule); a --file of more than ${LIST_LIMITS.valuesPerCall} ` +
+      "values is sent in several calls, each applied in one transaction",
+  )
     .option("--file <path>", "a file of values, one a line")
     .argument("[values...]", "values")
     .action(async (values: string[], opts: { tenant: string; list: string; file?: string }) => {
@@ -54,18 +62,12 @@ function changeCommand(list: Command, cli: CliContext, kind: "add" | "remove"): 
 /** `cds list`: a tenant's named lists of values, which workflows read with `inList`. */
 export function listsCli(program: Command, cli: CliContext): void {
   const list = program.command("list").description("a tenant's named lists of values (inList in workflows)");
-  list
-    .command("set")
-    .description("create a list, or set its description or rule")
-    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
-    .requiredOption(LIST_OPTION[0], LIST_OPTION[1])
+  listCommand(list, "set", "create a list, or set its description or rule")
     .option("--description <text>", "what the list holds")
     .option("--normalize <rule>", "none, or an entity type (iban, email, phone, …) whose rule applies")
     .action(async (opts: { tenant: string; list: string; description?: string; normalize?: string }) => {
-      const body = {
-        ...(opts.description === undefined ? {} : { description: opts.description }),
-        ...(opts.normalize === undefined ? {} : { normalize: opts.normalize }),
-      };
+      // An option not given is undefined, and left out of the JSON body: the list keeps that field.
+      const body = { description: opts.description, normalize: opts.normalize };
       cli.print(await cli.client().request("PUT", tenantPath(opts.tenant, "lists", opts.list), body));
     });
   callCommand(list, cli, {
@@ -76,23 +78,19 @@ export function listsCli(program: Command, cli: CliContext): void {
   });
   changeCommand(list, cli, "add");
   changeCommand(list, cli, "remove");
-  list
-    .command("values")
-    .description("page through a list's values")
-    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
-    .requiredOption(LIST_OPTION[0], LIST_OPTION[1])
+  listCommand(list, "values", "page through a list's values")
     .option("--prefix <text>", "only values starting with it")
     .option("--limit <n>", `values per page (up to ${LIST_LIMITS.pageMax})`, positiveInt)
     .option("--cursor <cursor>", "the nextCursor of the previous page")
     .action(
       async (opts: { tenant: string; list: string; prefix?: string; limit?: number; cursor?: string }) => {
-        const query = new URLSearchParams({
-          ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }),
-          ...(opts.limit === undefined ? {} : { limit: String(opts.limit) }),
-          ...(opts.cursor === undefined ? {} : { cursor: opts.cursor }),
+        const { prefix, limit, cursor } = opts;
+        const path = withQuery(tenantPath(opts.tenant, "lists", opts.list, "values"), {
+          prefix,
+          limit,
+          cursor,
         });
-        const path = tenantPath(opts.tenant, "lists", opts.list, "values");
-        cli.print(await cli.client().request("GET", query.size > 0 ? `${path}?${query}` : path));
+        cli.print(await cli.client().request("GET", path));
       },
     );
   deleteCommand(list, cli, "lists", LIST_OPTION, {

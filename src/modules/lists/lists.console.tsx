@@ -9,6 +9,7 @@ import {
   Field,
   FormPanel,
   formOf,
+  Options,
   type PageContext,
   Panel,
   PostButton,
@@ -55,11 +56,7 @@ function RuleSelect({ value }: { value: string }) {
   return (
     <Field label="Normalise values as" hint="the rule applies to every value added and looked up">
       <select name="normalize">
-        {NORMALIZE_RULES.map((rule) => (
-          <option value={rule} selected={rule === value}>
-            {rule}
-          </option>
-        ))}
+        <Options values={NORMALIZE_RULES} selected={value} />
       </select>
     </Field>
   );

@@ -126,11 +126,7 @@ export async function putList(
     }
     const row = await upsertList(tx, tenantId, listId, body);
     const view = viewOf(row);
-    await insertAudit(tx, {
-      tenantId,
-      actor,
-      action: before ? "list.set" : "list.create",
-      target: `list:${listId}`,
+    await insertAudit(tx, { tenantId, actor }, before ? "list.set" : "list.create", `list:${listId}`, {
       ...(before ? { before: described(before) } : {}),
       after: described(row),
     });
@@ -196,11 +192,7 @@ export async function changeListValues(
         `list ${listId} would hold ${changed.valueCount} values, more than ${LIST_LIMITS.valuesPerList}; nothing was changed`,
       );
     }
-    await insertAudit(tx, {
-      tenantId,
-      actor,
-      action: "list.values",
-      target: `list:${listId}`,
+    await insertAudit(tx, { tenantId, actor }, "list.values", `list:${listId}`, {
       after: {
         added: changed.added,
         removed: changed.removed,
@@ -285,11 +277,7 @@ export async function removeList(
   await ctx.db.transaction(async (tx) => {
     const row = await deleteList(tx, tenantId, listId);
     if (!row) throw notFound(`list ${listId}`);
-    await insertAudit(tx, {
-      tenantId,
-      actor,
-      action: "list.delete",
-      target: `list:${listId}`,
+    await insertAudit(tx, { tenantId, actor }, "list.delete", `list:${listId}`, {
       before: { ...described(row), valueCount: row.value_count },
     });
   });

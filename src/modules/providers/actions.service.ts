@@ -67,11 +67,7 @@ async function recordedAction(
         output: kept,
         error,
       });
-      await insertAudit(tx, {
-        tenantId: caller.tenantId,
-        actor: caller.actor,
-        action: "provider.action",
-        target: `case:${scope.caseId}`,
+      await insertAudit(tx, caller, "provider.action", `case:${scope.caseId}`, {
         after: {
           brokerId: broker.id,
           action: action.id,

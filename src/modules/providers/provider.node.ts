@@ -1,13 +1,21 @@
 import { uuid } from "../../platform/crypto.js";
 import { AppError } from "../../platform/errors.js";
+import { TIMEOUT } from "../engine/index.js";
 import type { NewEvent } from "../webhooks/index.js";
 import {
   describeEnd,
+  type Explanation,
   fieldReferences,
   isJsonObject,
   type NodeCase,
+  type NodeOutcome,
+  type NodeReplay,
   type NodeType,
+  type OpenWait,
   PROVIDER_ID_PATTERN,
+  type RecordedStep,
+  ReplayNeedsInput,
+  type ResumeOutcome,
   schemaRef,
   type TraceEntry,
 } from "../workflows/index.js";
@@ -87,6 +95,64 @@ function errorText(err: unknown): string {
   throw err;
 }
 
+/** A vendor that kept failing: `onError` with `{error}`, or the case fails. */
+function vendorFailed(node: ProviderNode, error: string, explain: Explanation): NodeOutcome {
+  if (node.onError !== undefined) {
+    return { kind: "continue", next: node.onError, output: { error }, explain };
+  }
+  return { kind: "fail", message: `node ${node.id}: provider ${node.provider} failed: ${error}`, explain };
+}
+
+/** No result before the run's expiry: `onTimeout`, or the case fails. */
+function timedOut(
+  node: ProviderNode,
+  wait: Pick<OpenWait, "expiresAt">,
+): Extract<ResumeOutcome, { kind: "continue" | "fail" }> {
+  const expiresAt = wait.expiresAt?.toISOString() ?? null;
+  if (node.onTimeout === undefined) {
+    return {
+      kind: "fail",
+      message: `node ${node.id}: provider ${node.provider} reported no result before ${expiresAt} and the node has no onTimeout`,
+    };
+  }
+  return { kind: "continue", next: node.onTimeout, output: { timedOut: true, expiresAt } };
+}
+
+/** The vendor's error a step recorded: in its facts, or (steps recorded before them) its output or message. */
+function recordedError(node: ProviderNode, step: RecordedStep): string | undefined {
+  if (typeof step.explain?.vendorError === "string") return step.explain.vendorError;
+  if (step.status === "failed" && step.error !== null) {
+    const prefix = `node ${node.id}: provider ${node.provider} failed: `;
+    return step.error.startsWith(prefix) ? step.error.slice(prefix.length) : step.error;
+  }
+  const output = step.output;
+  if (isJsonObject(output) && Object.keys(output).length === 1 && typeof output.error === "string") {
+    return output.error;
+  }
+  return undefined;
+}
+
+/**
+ * A backtest's run (contract section 8): what the vendor answered the case, as its step
+ * recorded it (a result, an error, a result that came later through the wait, or none before
+ * the expiry). No call is made; a case whose node never had the vendor's answer needs an input.
+ */
+function replayRun(node: ProviderNode, replay: NodeReplay): NodeOutcome {
+  const step = replay.step;
+  if (!step || step.status === "waiting") throw new ReplayNeedsInput(node.id);
+  const explain = { brokerId: node.provider, calls: [], replayed: true };
+  const wait = step.wait;
+  if (wait) {
+    if (wait.resolution === VENDOR_RESULT)
+      return { kind: "continue", next: node.next, output: step.output, explain };
+    if (wait.resolution === TIMEOUT) return timedOut(node, wait);
+    throw new ReplayNeedsInput(node.id);
+  }
+  const error = recordedError(node, step);
+  if (error !== undefined) return vendorFailed(node, error, explain);
+  return { kind: "continue", next: node.next, output: step.output, explain };
+}
+
 /** A screening's hits in words: how many, and which were not yet dismissed for the subject. */
 function describeHits(entry: TraceEntry): string[] {
   const hitsOf = brokerOf(String(entry.brokerId))?.hitsOf;
@@ -110,6 +176,7 @@ function describeHits(entry: TraceEntry): string[] {
 export const providerNode: NodeType<ProviderNode> = {
   type: "provider",
   effects: "external",
+  replays: true,
   definition: {
     description:
       "Runs a verification provider (broker); may pause with pending actions until the vendor reports a result.",
@@ -188,7 +255,8 @@ export const providerNode: NodeType<ProviderNode> = {
       return { ok: false, runId, error: errorText(err), calls: session?.calls ?? [] };
     }
   },
-  async evaluate(node, { tx, case: kase, seq, called }) {
+  async evaluate(node, { tx, case: kase, seq, called, replay }) {
+    if (replay) return replayRun(node, replay);
     const c = called as CallResult;
     const explain = {
       brokerId: node.provider,
@@ -210,14 +278,8 @@ export const providerNode: NodeType<ProviderNode> = {
     };
     if (!c.ok) {
       await insertRun(tx, kase.tenantId, { ...run, status: "failed", error: c.error });
-      if (node.onError !== undefined) {
-        return { kind: "continue", next: node.onError, output: { error: c.error }, explain };
-      }
-      return {
-        kind: "fail",
-        message: `node ${node.id}: provider ${node.provider} failed: ${c.error}`,
-        explain,
-      };
+      // The error is recorded with the step, for a backtest to replay it.
+      return vendorFailed(node, c.error, { ...explain, vendorError: c.error });
     }
     const { result } = c;
     if (result.kind === "completed") {
@@ -285,14 +347,7 @@ export const providerNode: NodeType<ProviderNode> = {
       );
       return { kind: "keep_waiting", events: [event] };
     }
-    const expiresAt = wait.expiresAt?.toISOString() ?? null;
-    if (node.onTimeout === undefined) {
-      return {
-        kind: "fail",
-        message: `node ${node.id}: provider ${node.provider} reported no result before ${expiresAt} and the node has no onTimeout`,
-      };
-    }
-    return { kind: "continue", next: node.onTimeout, output: { timedOut: true, expiresAt } };
+    return timedOut(node, wait);
   },
   pending(node) {
     const broker = brokerOf(node.provider);

@@ -198,11 +198,7 @@ export async function reviewHit(
       actor: who.actor,
       hit: { ...hit },
     });
-    await insertAudit(tx, {
-      tenantId: who.tenantId,
-      actor: who.actor,
-      action: "screening.review",
-      target: `case:${caseId}`,
+    await insertAudit(tx, who, "screening.review", `case:${caseId}`, {
       ...(before ? { before: { verdict: before.verdict, reason: before.reason } } : {}),
       after: { brokerId: input.brokerId, hitId: hit.id, name: hit.name, verdict, reason, entityId },
     });

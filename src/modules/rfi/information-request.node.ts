@@ -4,13 +4,17 @@ import {
   compileText,
   describeEnd,
   fieldReferences,
+  isJsonObject,
   LIMITS,
   type NodeExpression,
+  type NodeOutcome,
+  type NodeReplay,
   type NodeType,
+  ReplayNeedsInput,
   schemaRef,
 } from "../workflows/index.js";
 import { RFI_WAIT } from "./rfi.limits.js";
-import { NodeRfiError, raiseRfiFromNode } from "./rfi.node.js";
+import { checkNodeRfiTexts, NodeRfiError, raiseRfiFromNode } from "./rfi.node.js";
 
 export { RFI_WAIT };
 
@@ -37,9 +41,46 @@ export interface InformationRequestNode {
 /** How a request a node waits on ended: the resolution `resumeWait` is given. */
 export type RfiOutcome = "answered" | "expired" | "cancelled";
 
+/**
+ * A backtest's request: its texts checked as a live one's are, nothing raised. The request the
+ * case raised is the one a wait resumes with the answer the case recorded; a node that waits for
+ * an answer the case never had needs an input.
+ */
+function replayRequest(
+  node: InformationRequestNode,
+  texts: { to: string; subject: string; body: string },
+  replay: NodeReplay,
+): NodeOutcome {
+  try {
+    checkNodeRfiTexts({
+      nodeId: node.id,
+      ...texts,
+      cc: node.cc,
+      templateId: node.templateId,
+      webhookKey: node.webhookKey,
+    });
+  } catch (err) {
+    if (err instanceof NodeRfiError) return { kind: "fail", message: err.message };
+    throw err;
+  }
+  // The request the case raised: the one its wait awaited, or (not awaited) its step's output.
+  const recorded = replay.step?.output;
+  const rfiId =
+    replay.step?.wait?.ref ??
+    (isJsonObject(recorded) && typeof recorded.rfiId === "string" ? recorded.rfiId : null);
+  if (!node.awaitResponse) return { kind: "continue", next: node.next, output: { rfiId, status: "pending" } };
+  if (rfiId === null || !replay.step?.wait) throw new ReplayNeedsInput(node.id);
+  return {
+    kind: "wait",
+    wait: { kind: RFI_WAIT, ref: rfiId, expiresAt: replay.step.wait.expiresAt, timesOut: false },
+    output: { rfiId },
+  };
+}
+
 export const informationRequestNode: NodeType<InformationRequestNode> = {
   type: "information_request",
   effects: "transaction",
+  replays: true,
   definition: {
     description:
       "Raises an information request; with `awaitResponse` pauses until it is answered, cancelled or expires.",
@@ -98,12 +139,13 @@ export const informationRequestNode: NodeType<InformationRequestNode> = {
       onCancelled: node.onCancelled as string | undefined,
     };
   },
-  async evaluate(node, { ctx, tx, vars, case: kase }) {
+  async evaluate(node, { ctx, tx, vars, case: kase, replay }) {
     const texts = {
       to: node.to.evaluate(vars) as string,
       subject: node.subject.evaluate(vars) as string,
       body: node.body.evaluate(vars) as string,
     };
+    if (replay) return replayRequest(node, texts, replay);
     const expiresAt =
       node.awaitResponse && node.expiresInSeconds !== undefined
         ? new Date(Date.now() + node.expiresInSeconds * 1000)

@@ -163,11 +163,7 @@ export async function raiseRequest(
       { type: found.type, dryRun: found.dry_run },
     );
     // Whatever the door (the partner's key, the console), the audit row commits with the request.
-    await insertAudit(tx, {
-      tenantId,
-      actor: actorLabel(actor),
-      action: "rfi.raise",
-      target: `case:${caseId}`,
+    await insertAudit(tx, { tenantId, actor: actorLabel(actor) }, "rfi.raise", `case:${caseId}`, {
       after: {
         rfiId: stored.id,
         to: input.to,

@@ -6,19 +6,12 @@ export function tagsCli(program: Command, cli: CliContext): void {
   option
     .command("set")
     .description("add a tag option, or enable or disable one")
-    .requiredOption("--tenant <tenantId>", "the tenant")
+    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
     .requiredOption("--tag <tag>", "the tag (up to 64 characters)")
     .option("--disabled", "disable the option: no new uses, existing tags stay")
     .action(async (opts: { tenant: string; tag: string; disabled?: boolean }) => {
-      cli.print(
-        await cli
-          .client()
-          .request(
-            "PUT",
-            `/admin/tenants/${encodeURIComponent(opts.tenant)}/tag-options/${encodeURIComponent(opts.tag)}`,
-            { enabled: !opts.disabled },
-          ),
-      );
+      const path = tenantPath(opts.tenant, "tag-options", opts.tag);
+      cli.print(await cli.client().request("PUT", path, { enabled: !opts.disabled }));
     });
   callCommand(option, cli, {
     name: "list",

@@ -88,11 +88,7 @@ export async function applyTag(
       MAX_TAGS_PER_CASE,
     );
     if (inserted) {
-      await insertAudit(tx, {
-        tenantId,
-        actor: actorLabel(actor),
-        action: "case.tag_add",
-        target: `case:${caseId}`,
+      await insertAudit(tx, { tenantId, actor: actorLabel(actor) }, "case.tag_add", `case:${caseId}`, {
         after: { tag },
       });
       return { created: true, tag: toTagView(inserted) };
@@ -125,11 +121,7 @@ export async function removeTag(
   await requireCase(ctx, tenantId, caseId);
   await ctx.db.transaction(async (tx) => {
     if (!(await deleteCaseTag(tx, tenantId, caseId, tag))) return;
-    await insertAudit(tx, {
-      tenantId,
-      actor: actorLabel(actor),
-      action: "case.tag_remove",
-      target: `case:${caseId}`,
+    await insertAudit(tx, { tenantId, actor: actorLabel(actor) }, "case.tag_remove", `case:${caseId}`, {
       before: { tag },
     });
   });

@@ -4,42 +4,35 @@ import type { ConsoleAuditTable } from "./users.tables.js";
 
 export type AuditRow = Selectable<ConsoleAuditTable>;
 
-export interface AuditEntry {
+/** Who made a change: their tenant, and `analyst:<userId>` for a console user, `operator` for the operator API. */
+export interface AuditBy {
   tenantId: string;
-  /** `analyst:<userId>` for a console user, `operator` for the operator API. */
   actor: string;
-  /** What was done, as `<thing>.<verb>`: `case.override`, `user.create`, … */
-  action: string;
-  /** What it was done to: `case:<id>`, `user:<id>`, `tag:<tag>`, … */
-  target: string;
-  before?: unknown;
-  after?: unknown;
 }
 
-export async function insertAudit(db: Executor, e: AuditEntry): Promise<void> {
+/**
+ * Records a change in the audit log: `action` is what was done, as `<thing>.<verb>` (`case.override`,
+ * `user.create`, …), `target` what it was done to (`case:<id>`, `user:<id>`, `tag:<tag>`, …), and
+ * `change` the state before and after, where it has one.
+ */
+export async function insertAudit(
+  db: Executor,
+  by: AuditBy,
+  action: string,
+  target: string,
+  change: { before?: unknown; after?: unknown } = {},
+): Promise<void> {
   await db
     .insertInto("console_audit")
     .values({
-      tenant_id: e.tenantId,
-      actor: e.actor,
-      action: e.action,
-      target: e.target,
-      before: e.before === undefined ? null : json(e.before),
-      after: e.after === undefined ? null : json(e.after),
+      tenant_id: by.tenantId,
+      actor: by.actor,
+      action,
+      target,
+      before: change.before === undefined ? null : json(change.before),
+      after: change.after === undefined ? null : json(change.after),
     })
     .execute();
-}
-
-/** The tenant's audit log, newest first, keyset-paged by id. */
-export function listAudit(
-  db: Executor,
-  tenantId: string,
-  limit: number,
-  beforeId?: number,
-): Promise<AuditRow[]> {
-  let query = db.selectFrom("console_audit").selectAll().where("tenant_id", "=", tenantId);
-  if (beforeId !== undefined) query = query.where("id", "<", beforeId);
-  return query.orderBy("id", "desc").limit(limit).execute();
 }
 
 /** What the audit log is filtered by. */

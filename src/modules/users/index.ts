@@ -3,11 +3,10 @@ import { usersCli } from "./users.cli.js";
 import { usersRoutes } from "./users.routes.js";
 
 export {
-  type AuditEntry,
+  type AuditBy,
   type AuditFilters,
   type AuditRow,
   insertAudit,
-  listAudit,
   searchAudit,
 } from "./audit.repo.js";
 export { can, type Permission, permissionsOf, ROLES, type Role } from "./roles.js";

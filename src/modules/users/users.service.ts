@@ -102,11 +102,7 @@ export async function createUser(
         setupTokenHash: link.hash,
         setupExpiresAt: link.expiresAt,
       });
-      await insertAudit(tx, {
-        tenantId,
-        actor: by,
-        action: "user.create",
-        target: `user:${created.id}`,
+      await insertAudit(tx, { tenantId, actor: by }, "user.create", `user:${created.id}`, {
         after: { name: created.name, email: created.email, role: created.role },
       });
       return created;
@@ -146,11 +142,7 @@ export async function removeUser(
     const row = await findUser(tx, tenantId, userId, true);
     if (!row) throw notFound("user");
     await deleteUser(tx, tenantId, userId);
-    await insertAudit(tx, {
-      tenantId,
-      actor: by,
-      action: "user.delete",
-      target: `user:${userId}`,
+    await insertAudit(tx, { tenantId, actor: by }, "user.delete", `user:${userId}`, {
       before: { name: row.name, email: row.email, role: row.role },
     });
   });
@@ -177,11 +169,7 @@ export async function changeRole(
     const updated = await updateUser(tx, tenantId, userId, { role });
     if (!updated) throw notFound("user");
     await deleteUserSessions(tx, tenantId, userId);
-    await insertAudit(tx, {
-      tenantId,
-      actor: by,
-      action: "user.role",
-      target: `user:${userId}`,
+    await insertAudit(tx, { tenantId, actor: by }, "user.role", `user:${userId}`, {
       before: { role: row.role },
       after: { role },
     });
@@ -204,7 +192,7 @@ export async function renewSetupLink(
       setup_expires_at: link.expiresAt,
     });
     if (!updated) throw notFound("user");
-    await insertAudit(tx, { tenantId, actor: by, action: "user.setup_link", target: `user:${userId}` });
+    await insertAudit(tx, { tenantId, actor: by }, "user.setup_link", `user:${userId}`);
     return updated;
   });
   return { ...toUserView(row), setupUrl: link.url, setupExpiresAt: link.expiresAt.toISOString() };
@@ -252,12 +240,12 @@ export async function completeSetup(ctx: AppContext, token: string, password: st
     });
     if (!updated) throw notFound("user");
     await deleteUserSessions(tx, row.tenant_id, row.id);
-    await insertAudit(tx, {
-      tenantId: row.tenant_id,
-      actor: `analyst:${row.id}`,
-      action: "user.password_set",
-      target: `user:${row.id}`,
-    });
+    await insertAudit(
+      tx,
+      { tenantId: row.tenant_id, actor: `analyst:${row.id}` },
+      "user.password_set",
+      `user:${row.id}`,
+    );
     return toUserView(updated);
   });
 }

@@ -2,7 +2,7 @@ import type { BackgroundWorker } from "../../platform/app-types.js";
 import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
-import type { WorkerOptions } from "../../platform/jobs.js";
+import { settleWithin, type WorkerOptions } from "../../platform/jobs.js";
 import { jobRuns } from "../../platform/metrics.js";
 import {
   type AttemptContext,
@@ -78,14 +78,7 @@ export class DeliveryWorker implements BackgroundWorker {
     this.#poke();
     await this.#loop;
     // Attempts in flight finish and are recorded; past the timeout they are left to their leases.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all(this.#running),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, this.#stopTimeoutMs);
-      }),
-    ]);
-    clearTimeout(timer);
+    await settleWithin(this.#running, this.#stopTimeoutMs);
     clearInterval(this.#renewal);
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();

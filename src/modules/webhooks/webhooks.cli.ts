@@ -1,5 +1,11 @@
 import type { Command } from "commander";
-import { type CliContext, deleteCommand, listCommand, positiveInt } from "../../platform/cli/context.js";
+import {
+  type CliContext,
+  deleteCommand,
+  listCommand,
+  positiveInt,
+  withQuery,
+} from "../../platform/cli/context.js";
 
 interface SecretArg {
   id?: string;
@@ -92,15 +98,11 @@ export function webhooksCli(program: Command, cli: CliContext): void {
         limit?: number;
         cursor?: string;
       }) => {
-        const query = new URLSearchParams();
-        if (opts.status) query.set("status", opts.status);
-        if (opts.eventType) query.set("eventType", opts.eventType);
-        if (opts.case) query.set("caseId", opts.case);
-        if (opts.key) query.set("webhookKey", opts.key);
-        if (opts.limit) query.set("limit", String(opts.limit));
-        if (opts.cursor) query.set("cursor", opts.cursor);
-        const qs = query.size > 0 ? `?${query}` : "";
-        cli.print(await cli.client().request("GET", `${t(opts.tenant)}/webhook-deliveries${qs}`));
+        const { status, eventType, limit, cursor } = opts;
+        const query = { status, eventType, caseId: opts.case, webhookKey: opts.key, limit, cursor };
+        cli.print(
+          await cli.client().request("GET", withQuery(`${t(opts.tenant)}/webhook-deliveries`, query)),
+        );
       },
     );
   delivery

@@ -20,6 +20,8 @@ export {
   clauseConditions,
   /** The common lines of every trace entry in words: failed, waiting, or where it went on. */
   describeEnd,
+  /** Per-type facts of a trace entry. */
+  type Explanation,
   /** The references held by plain fields (`next`, `onTimeout`…) that name a node. */
   fieldReferences,
   /** Whether a value is a plain JSON object (not an array, not null). */
@@ -34,15 +36,25 @@ export {
   NodeEvaluationError,
   /** One expression of a node definition: where it is, its source, what it must give. */
   type NodeExpression,
+  /** What a node's `evaluate` is given: the case, its variables, the step's transaction… */
+  type NodeInput,
   /** What evaluating a node decided: go on, pause, decide, or fail. */
   type NodeOutcome,
   /** A field of a node that names the node to go on with. */
   type NodeReference,
+  /** What a backtest gives a node it replays: the node's own record in the past case. */
+  type NodeReplay,
   /** A node type of the workflow language, whole */
   type NodeType,
   NodeTypes,
   /** A paused node's wait as its node type sees it when it resumes. */
   type OpenWait,
+  /** A step of a past case, as a backtest replays a node from it. */
+  type RecordedStep,
+  /** A replayed node needs an input the past case never had: its replay ends there. */
+  ReplayNeedsInput,
+  /** Where a resumed node goes: on, to a failure, or it keeps waiting. */
+  type ResumeOutcome,
   /** A `$ref` to a shared definition of the workflow schema. */
   schemaRef,
   /** One entry of a case's trace, as `GET /admin/cases/{caseId}` shows it. */

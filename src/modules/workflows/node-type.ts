@@ -44,6 +44,14 @@ export interface NodeType<C extends CompiledNode = CompiledNode> {
   compile(node: JsonObject & { id: string }): C;
   /** An `external` node's call, outside any transaction. Its result reaches `evaluate` as `called`. */
   call?(node: C, input: NodeCallInput): Promise<unknown>;
+  /**
+   * Whether a backtest may run `evaluate` with `replay` set (contract section 8): then it writes
+   * nothing itself, calls nobody, and answers what came from outside the case from
+   * `replay.step`, throwing `ReplayNeedsInput` when the record does not have it. A node type
+   * whose effects are `none` replays as it runs; one with effects that does not say so cannot be
+   * replayed (the case's replay ends in an error naming it).
+   */
+  readonly replays?: true;
   /** What the node decided, applied by the engine in the step's transaction. */
   evaluate(node: C, input: NodeInput): NodeOutcome | Promise<NodeOutcome>;
   /** A paused node's wait was resolved: where the workflow goes, or that the node keeps waiting. */
@@ -113,6 +121,40 @@ export interface NodeInput extends NodeCallInput {
   tx: Tx;
   /** What `call` returned (external nodes only). */
   called?: unknown;
+  /**
+   * Set when a backtest replays a past case through the node (see `replays`): `tx` is then a
+   * plain reader, not a transaction.
+   */
+  replay?: NodeReplay;
+}
+
+/** What a backtest gives a node it replays: the node's own record in the past case. */
+export interface NodeReplay {
+  /** The step this node (the same id and type) recorded when the case ran; undefined if it never ran. */
+  step: RecordedStep | undefined;
+  /** Reads what the case never computed (a new figure), as of the case's own time. Never writes. */
+  db: Executor;
+}
+
+/** A step of a past case, as a backtest replays a node from it. */
+export interface RecordedStep {
+  seq: number;
+  status: "completed" | "waiting" | "failed";
+  output: unknown;
+  /** The node type's facts: `figures`, `lists`, `attributes`, a provider's `calls`… */
+  explain: JsonObject | null;
+  next: string | null;
+  error: string | null;
+  /** The wait the node opened, and how it ended (`resolution` null while it is open). */
+  wait?: OpenWait & { resolution: string | null };
+}
+
+/** A replayed node needs an input the past case never had (a new external node): its replay ends. */
+export class ReplayNeedsInput extends Error {
+  constructor(readonly nodeId: string) {
+    super(`node ${nodeId} needs an input the case never had`);
+    this.name = "ReplayNeedsInput";
+  }
 }
 
 /**

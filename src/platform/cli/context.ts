@@ -31,6 +31,15 @@ export function tenantPath(tenant: string, ...parts: string[]): string {
   return ["/admin/tenants", tenant, ...parts].map((p, i) => (i === 0 ? p : encodeURIComponent(p))).join("/");
 }
 
+/** `path` with the query of `params`, leaving out those without a value (undefined or empty). */
+export function withQuery(path: string, params: Record<string, string | number | undefined>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== undefined && value !== "") query.set(name, String(value));
+  }
+  return query.size > 0 ? `${path}?${query}` : path;
+}
+
 /** A required option of a command: its flags, its description, and how its value is parsed. */
 export type RequiredOption = readonly [
   flags: string,

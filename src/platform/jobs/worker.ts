@@ -99,15 +99,7 @@ export class JobWorker {
     this.#wakeUp();
     await this.#loop;
     await this.#unlisten?.();
-    const timeout = this.options.stopTimeoutMs ?? 10_000;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled(this.#running.values()),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, timeout);
-      }),
-    ]);
-    clearTimeout(timer);
+    await settleWithin(this.#running.values(), this.options.stopTimeoutMs ?? 10_000);
     // Only now: a job still running while we wait must keep its lease, or another worker runs it too.
     clearInterval(this.#heartbeat);
   }
@@ -379,4 +371,16 @@ export class JobWorker {
 function observeRuns(kind: string, outcome: "done" | "failed", started: number, count: number): void {
   const seconds = (performance.now() - started) / 1000;
   for (let i = 0; i < count; i++) jobRuns.observe({ kind, outcome }, seconds);
+}
+
+/** Waits until every one of `work` has settled, or `ms` at most: what still runs then is left running. */
+export async function settleWithin(work: Iterable<Promise<unknown>>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled(work),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
 }

@@ -203,6 +203,19 @@ export function Field({
   );
 }
 
+/** The `<option>`s of `values`, each shown as it is, with `selected` chosen. */
+export function Options({ values, selected }: { values: readonly string[]; selected: string }) {
+  return (
+    <>
+      {values.map((v) => (
+        <option value={v} selected={v === selected}>
+          {v}
+        </option>
+      ))}
+    </>
+  );
+}
+
 /** A filter's choice among `options` (value and text), or none (`any`, "Any" unless said). */
 export function FilterSelect({
   name,

@@ -59,6 +59,9 @@ function dispatchEvent(
 export const externalCallbackNode: NodeType<ExternalCallbackNode> = {
   type: "external_callback",
   effects: "transaction",
+  // Its event and wait are written by the engine, which a backtest does not; a backtest resumes
+  // the wait with the callback's body the case recorded (its step's output).
+  replays: true,
   definition: {
     description:
       "Emits `external_callback.dispatch` and pauses until the callback (`next`) or the expiry (`onTimeout`).",

@@ -55,6 +55,8 @@ export function notificationEvent(
 export const notifyNode: NodeType<NotifyNode> = {
   type: "notify",
   effects: "transaction",
+  // Its event is written by the engine, which a backtest does not.
+  replays: true,
   definition: {
     description: "Emits `node.notification` with `output`, then goes on to `next`.",
     required: ["output", "next"],

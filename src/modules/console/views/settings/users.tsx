@@ -1,6 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { ROLES, type UserView } from "../../../users/index.js";
-import { Badge, Field, SubmitButton } from "../components.js";
+import { Badge, Field, Options, SubmitButton } from "../components.js";
 import { Csrf, type PageContext } from "../layout.js";
 import {
   ACTIONS,
@@ -26,11 +26,7 @@ function RoleField({
     <label class={field ? "field" : undefined}>
       {children}
       <select name="role">
-        {ROLES.map((r) => (
-          <option value={r} selected={r === selected}>
-            {r}
-          </option>
-        ))}
+        <Options values={ROLES} selected={selected} />
       </select>
     </label>
   );

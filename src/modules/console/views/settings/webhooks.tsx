@@ -1,5 +1,5 @@
 import type { DeliveryView, WebhookConfigView } from "../../../webhooks/index.js";
-import { Attempts, Badge, Field, SubmitButton, Time } from "../components.js";
+import { Attempts, Badge, FilterSelect, SubmitButton, Time } from "../components.js";
 import { FormError, FormField, kept, type PageContext } from "../layout.js";
 import { ACTIONS, DataTable, DeleteButton, FormPanel, Panel, PostButton, SettingsLayout } from "./layout.js";
 
@@ -152,16 +152,12 @@ export function WebhooksView({
       </div>
       <Panel id="log" title="Delivery log">
         <form method="get" action="/console/settings/webhooks" class="filters">
-          <Field label="Status">
-            <select name="status">
-              <option value="">Any</option>
-              {["pending", "succeeded", "failed"].map((s) => (
-                <option value={s} selected={s === log.status}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </Field>
+          <FilterSelect
+            name="status"
+            title="Status"
+            value={log.status}
+            options={["pending", "succeeded", "failed"].map((s) => [s, s])}
+          />
           <button type="submit">Show</button>
         </form>
         <DataTable
