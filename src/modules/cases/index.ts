@@ -23,14 +23,22 @@ export {
   type ResultEnvelope,
 } from "./case-events.js";
 export {
+  /** The statuses a review deadline applies to (in review, waiting). */
+  AWAITING_STATUSES,
   /** The filters of the "All cases" view. */
   type CaseFilters,
   /** A position in the "All cases" view (newest first). */
   type CaseKeyset,
   /** A case as the "All cases" view lists it. */
   type CaseListRow,
+  /** A position in a list of cases by due date. */
+  type DueKeyset,
+  /** A case of a list by due date, with its due time. */
+  type DueListRow,
   /** One page of the tenant's cases, every status, filtered, newest first, after a keyset position. */
   listCases,
+  /** One page of the tenant's cases by due date, the most overdue first, then those without a deadline. */
+  listCasesByDue,
 } from "./case-search.repo.js";
 export {
   /** Closes a case for good */
