@@ -45,6 +45,8 @@ const reviewPosts = () => [
   `/console/cases/${caseId}/rfi/${ID}/remind`,
   `/console/cases/${caseId}/rfi/${ID}/cancel`,
   `/console/cases/${caseId}/rfi/${ID}/answer`,
+  `/console/cases/${caseId}/screening`,
+  `/console/cases/${caseId}/provider-actions`,
 ];
 
 const adminPosts = () => [

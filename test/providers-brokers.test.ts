@@ -61,6 +61,7 @@ const person: CaseSubject = {
     },
   },
   externalCustomerId: "cust-ada",
+  dismissedHits: new Set(),
 };
 
 const config = { levelName: "basic-kyc", allowRetries: false, ttlInSeconds: 600 };
@@ -189,30 +190,65 @@ describe("the opensanctions broker against the simulator", () => {
       caseType: "KYC",
       subject: { person: { firstName: "Boris", lastName: "Blacklistov", dateOfBirth: "1961-03-14" } },
       externalCustomerId: null,
+      dismissedHits: new Set(),
       runId: "r5",
       nodeId: "screen",
       config: cfg,
     });
+    const boris = {
+      id: "sim-person-0001",
+      caption: "Boris Blacklistov",
+      score: 1,
+      datasets: ["sim_sanctions"],
+      birthDates: ["1961-03-14"],
+      nationalities: ["ru"],
+      countries: ["ru"],
+    };
     expect(hit).toEqual({
       kind: "completed",
-      output: {
-        matched: true,
-        top_score: 1,
-        results: [
-          { id: "sim-person-0001", caption: "Boris Blacklistov", score: 1, datasets: ["sim_sanctions"] },
-        ],
-      },
+      output: { matched: true, top_score: 1, threshold: 0.7, results: [boris], unreviewedHits: [boris] },
     });
+    // A hit an analyst marked "not a match" for the subject is still a result, not a hit to review.
+    const again = await openSanctionsBroker.start(call, {
+      caseId: "c1",
+      caseType: "KYC",
+      subject: { person: { firstName: "Boris", lastName: "Blacklistov", dateOfBirth: "1961-03-14" } },
+      externalCustomerId: null,
+      dismissedHits: new Set(["sim-person-0001"]),
+      runId: "r5",
+      nodeId: "screen",
+      config: cfg,
+    });
+    expect(again).toEqual({
+      kind: "completed",
+      output: { matched: true, top_score: 1, threshold: 0.7, results: [boris], unreviewedHits: [] },
+    });
+    expect(openSanctionsBroker.hitsOf?.((again as { output: Record<string, unknown> }).output)).toEqual([
+      {
+        id: "sim-person-0001",
+        name: "Boris Blacklistov",
+        birthDates: ["1961-03-14"],
+        nationalities: ["ru"],
+        countries: ["ru"],
+        datasets: ["sim_sanctions"],
+        score: 1,
+        aboveThreshold: true,
+      },
+    ]);
     const clean = await openSanctionsBroker.start(call, {
       caseId: "c2",
       caseType: "KYB",
       subject: { business: { legalName: "Harmless Bakery GmbH", country: "DE" } },
       externalCustomerId: null,
+      dismissedHits: new Set(),
       runId: "r6",
       nodeId: "screen",
       config: cfg,
     });
-    expect(clean).toEqual({ kind: "completed", output: { matched: false, top_score: 0, results: [] } });
+    expect(clean).toEqual({
+      kind: "completed",
+      output: { matched: false, top_score: 0, threshold: 0.7, results: [], unreviewedHits: [] },
+    });
     const wrong = { apiKey: "nope" };
     const refused = await openSanctionsBroker
       .start(
@@ -222,6 +258,7 @@ describe("the opensanctions broker against the simulator", () => {
           caseType: "KYC",
           subject: person.subject,
           externalCustomerId: null,
+          dismissedHits: new Set(),
           runId: "r7",
           nodeId: "s",
           config: cfg,

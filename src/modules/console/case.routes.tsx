@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { VNode } from "preact";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, badRequest } from "../../platform/errors.js";
@@ -15,7 +16,7 @@ import {
 } from "../rfi/index.js";
 import { applyTag, removeTag } from "../tags/index.js";
 import { workerOf } from "./all-cases.routes.js";
-import { audit } from "./audit.js";
+import { audited } from "./audit.js";
 import { actorNames, caseScreen } from "./case.service.js";
 import { pageOf, problemOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
@@ -39,21 +40,47 @@ function deadline(value: string): string | undefined {
   return `${value.length === 16 ? `${value}:00` : value}Z`;
 }
 
+/** What a case page says above its panels. */
+export interface CasePageOptions {
+  notice?: string;
+  /** A refused form: its problems beside its fields (status 400 unless said). */
+  problem?: FormProblem;
+  status?: number;
+  /** What an action gave (a provider's answer), above the panels. */
+  result?: VNode;
+}
+
+/** Sends the case page of the signed-in user's tenant (404 for another tenant's case). */
+export async function sendCasePage(
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  caseId: string,
+  options: CasePageOptions = {},
+): Promise<FastifyReply> {
+  const { notice, problem, result } = options;
+  const page = { ...pageOf(request, reply), path: `/console/cases/${caseId}`, problem };
+  const screen = await caseScreen(ctx, sessionOf(request).tenantId, caseId, page);
+  const view = <CasePageView page={page} screen={screen} notice={notice} result={result} />;
+  return sendPage(reply, view, options.status ?? (problem ? 400 : 200));
+}
+
 /** The case page, its actions (each a form post), its documents and its upload slots. */
 export function caseRoutes(scope: App, ctx: AppContext): void {
-  /** The case page; after a refused form, with its problems beside the fields (status 400). */
-  const casePage = async (
+  const casePage = (
     request: FastifyRequest,
     reply: FastifyReply,
     caseId: string,
     notice?: string,
     problem?: FormProblem,
-    status = problem ? 400 : 200,
-  ) => {
-    const screen = await caseScreen(ctx, sessionOf(request).tenantId, caseId);
-    const page = { ...pageOf(request, reply), path: `/console/cases/${caseId}`, problem };
-    return sendPage(reply, <CasePageView page={page} screen={screen} notice={notice} />, status);
-  };
+    status?: number,
+  ) => sendCasePage(ctx, request, reply, caseId, { notice, problem, status });
+
+  /** The notice a form post led to: the case page's own, or a feature's. */
+  const notices = new Map(
+    [CASE_NOTICES, ...ctx.console.sections.map((s) => s.caseNotices ?? {})].flatMap((n) => Object.entries(n)),
+  );
+  const noticeOf = (done: string | undefined) => (done ? notices.get(done) : undefined);
 
   /** Analysts act on their own cases and those nobody owns; admins on any (409 otherwise). */
   const requireMine = async (session: ReturnType<typeof sessionOf>, caseId: string) => {
@@ -66,13 +93,7 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
   scope.get<CaseParams & { Querystring: { done?: string } }>(
     "/cases/:caseId",
     { config: read },
-    async (request, reply) =>
-      casePage(
-        request,
-        reply,
-        request.params.caseId,
-        request.query.done ? CASE_NOTICES[request.query.done] : undefined,
-      ),
+    async (request, reply) => casePage(request, reply, request.params.caseId, noticeOf(request.query.done)),
   );
 
   scope.get<{ Params: { caseId: string; uploadId: string } }>(
@@ -234,10 +255,14 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const session = sessionOf(request);
     const { caseId, rfiId } = request.params;
     await getCase(ctx, session.tenantId, caseId);
-    const after = await remindRequest(ctx, caseId, rfiId);
-    await audit(ctx, session, "rfi.remind", `rfi:${rfiId}`, {
-      after: { reminderCount: after.reminderCount },
-    });
+    await remindRequest(
+      ctx,
+      caseId,
+      rfiId,
+      audited(session, "rfi.remind", `rfi:${rfiId}`, (after) => ({
+        after: { reminderCount: after.reminderCount },
+      })),
+    );
     return seeOther(reply, done(caseId, "reminded", "rfi"));
   });
 
@@ -245,11 +270,16 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const session = sessionOf(request);
     const { caseId, rfiId } = request.params;
     await getCase(ctx, session.tenantId, caseId);
-    const after = await cancelRequest(ctx, caseId, rfiId, session.userId);
-    await audit(ctx, session, "rfi.cancel", `rfi:${rfiId}`, {
-      before: { status: "pending" },
-      after: { status: after.status },
-    });
+    await cancelRequest(
+      ctx,
+      caseId,
+      rfiId,
+      session.userId,
+      audited(session, "rfi.cancel", `rfi:${rfiId}`, (after) => ({
+        before: { status: "pending" },
+        after: { status: after.status },
+      })),
+    );
     return seeOther(reply, done(caseId, "cancelled", "rfi"));
   });
 
@@ -265,18 +295,18 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const documents = form.list("uploadId").map((uploadId) => ({ uploadId }));
     if (fields.length === 0 && documents.length === 0)
       throw badRequest("an answer needs a field or a document");
-    const result = await answerRequest(
+    await answerRequest(
       ctx,
       session.tenantId,
       caseId,
       rfiId,
       { kind: "analyst", userId: session.userId },
       { fields, documents },
+      audited(session, "rfi.answer", `rfi:${rfiId}`, (result) => ({
+        before: { status: "pending" },
+        after: { status: result.status, fieldCount: result.fieldCount, documentCount: result.documentCount },
+      })),
     );
-    await audit(ctx, session, "rfi.answer", `rfi:${rfiId}`, {
-      before: { status: "pending" },
-      after: { status: result.status, fieldCount: result.fieldCount, documentCount: result.documentCount },
-    });
     return seeOther(reply, done(caseId, "answered", "rfi"));
   });
 

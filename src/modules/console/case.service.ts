@@ -15,6 +15,8 @@ import { getUsers } from "../users/index.js";
 import { type DeliveryView, getDeliveries } from "../webhooks/index.js";
 import type { JsonObject } from "../workflows/index.js";
 import { describeTrace, getVersion } from "../workflows/index.js";
+import type { CaseView } from "./console.seam.js";
+import type { PageContext } from "./views/layout.js";
 
 /** One step of the path a case took, with its node type's account of why it went where it went. */
 export interface TraceStep {
@@ -38,8 +40,10 @@ export interface CaseScreen {
   addableTags: string[];
   /** `analyst:<id>` and `apikey:<id>` to the names people know them by. */
   names: Map<string, string>;
-  /** What other features show of the case (its entities and related cases), in their order. */
+  /** What other features show of the case in the side column (its entities and related cases), in their order. */
   featurePanels: VNode[];
+  /** What other features show of the case in the main column (its screening hits), in their order. */
+  featureMainPanels: VNode[];
   /** The analysts' work on it: its owner, its review deadline, its internal comments. */
   work: CaseWork;
 }
@@ -82,22 +86,41 @@ async function traceOf(ctx: AppContext, record: CaseRecordView, tenantId: string
   }));
 }
 
+/** The panels the features draw on the case page, in their order (none drawn as null). */
+async function featurePanelsOf(
+  ctx: AppContext,
+  tenantId: string,
+  caseId: string,
+  view: CaseView,
+): Promise<{ side: VNode[]; main: VNode[] }> {
+  const drawn = (panels: Array<VNode | null>) => panels.filter((p): p is VNode => p !== null);
+  const [side, main] = await Promise.all([
+    Promise.all(ctx.console.sections.map((s) => s.casePanels?.(ctx, tenantId, caseId, view) ?? null)),
+    Promise.all(ctx.console.sections.map((s) => s.caseMainPanels?.(ctx, tenantId, caseId, view) ?? null)),
+  ]);
+  return { side: drawn(side), main: drawn(main) };
+}
+
 /** Everything the case page shows, read through the services the APIs use; 404 for another tenant's case. */
-export async function caseScreen(ctx: AppContext, tenantId: string, caseId: string): Promise<CaseScreen> {
+export async function caseScreen(
+  ctx: AppContext,
+  tenantId: string,
+  caseId: string,
+  page: PageContext,
+): Promise<CaseScreen> {
   const record = await getCase(ctx, tenantId, caseId);
-  const [trace, paused, deliveries, options, names, featurePanels, row, comments, slas, users] =
-    await Promise.all([
-      traceOf(ctx, record, tenantId),
-      listPausedNodes(ctx, tenantId, caseId),
-      getDeliveries(ctx, tenantId, { caseId, limit: 25 }),
-      getTagOptions(ctx, tenantId),
-      actorNames(ctx, tenantId),
-      Promise.all(ctx.console.sections.map((s) => s.casePanels?.(ctx, tenantId, record.caseId) ?? null)),
-      findCase(ctx.db.root, tenantId, record.caseId),
-      getComments(ctx, tenantId, record.caseId),
-      getReviewSlas(ctx, tenantId),
-      getUsers(ctx, tenantId),
-    ]);
+  const names = await actorNames(ctx, tenantId);
+  const [trace, paused, deliveries, options, panels, row, comments, slas, users] = await Promise.all([
+    traceOf(ctx, record, tenantId),
+    listPausedNodes(ctx, tenantId, caseId),
+    getDeliveries(ctx, tenantId, { caseId, limit: 25 }),
+    getTagOptions(ctx, tenantId),
+    featurePanelsOf(ctx, tenantId, record.caseId, { page, names }),
+    findCase(ctx.db.root, tenantId, record.caseId),
+    getComments(ctx, tenantId, record.caseId),
+    getReviewSlas(ctx, tenantId),
+    getUsers(ctx, tenantId),
+  ]);
   const hours = slas.get(record.type);
   const due =
     hours !== undefined && (record.status === "in_review" || record.status === "waiting")
@@ -111,7 +134,8 @@ export async function caseScreen(ctx: AppContext, tenantId: string, caseId: stri
     deliveries: deliveries.deliveries,
     addableTags: options.filter((o) => o.enabled && !carried.has(o.tag)).map((o) => o.tag),
     names,
-    featurePanels: featurePanels.filter((p): p is VNode => p !== null),
+    featurePanels: panels.side,
+    featureMainPanels: panels.main,
     work: {
       assigneeId: row?.assignee_id ?? null,
       dueAt: due?.toISOString() ?? null,

@@ -7,7 +7,7 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, codeForStatus } from "../../platform/errors.js";
 import { type ConsoleSession, can, type Permission, SESSION_HOURS, sessionFor } from "../users/index.js";
-import type { ConsoleLink } from "./console.seam.js";
+import type { ConsoleLink } from "./console-link.js";
 import { ErrorPage, type FormProblem, type PageContext, renderPage } from "./views/layout.js";
 
 declare module "fastify" {

@@ -3,21 +3,15 @@ import type { VNode } from "preact";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Database } from "../../platform/db/index.js";
-import type { Permission } from "../users/index.js";
+import type { ConsoleLink } from "./console-link.js";
+import type { PageContext } from "./views/layout.js";
+
+export type { ConsoleLink };
 
 // The console's part of the feature seam: a feature brings its own console pages (an entity's
 // page, a settings page for its lists) with the links to them, and the console serves them in
 // its scope (sessions, CSRF, error pages, security headers) without naming the feature. The
 // feature renders with the console's layout, through the console's door.
-
-/** A link to a feature's page: in the main navigation, or as a tab of Settings. */
-export interface ConsoleLink {
-  readonly href: string;
-  readonly title: string;
-  /** Shown only to roles with this permission (the route checks it again). */
-  readonly permission: Permission;
-  readonly place: "main" | "settings";
-}
 
 /** What a feature brings to the console. */
 export interface ConsoleSection {
@@ -28,12 +22,23 @@ export interface ConsoleSection {
    * What it shows on a case page, in the side column: panels rendered for the case (the case is
    * the tenant's: the page checked it). Null when it has nothing to show.
    */
-  casePanels?(ctx: AppContext, tenantId: string, caseId: string): Promise<VNode | null>;
+  casePanels?(ctx: AppContext, tenantId: string, caseId: string, view: CaseView): Promise<VNode | null>;
+  /** The notices its case forms lead to (`?done=<key>` on the case page after a form post). */
+  readonly caseNotices?: Readonly<Record<string, string>>;
+  /** Like `casePanels`, in the main column, after the decision (a screening's hits beside the subject). */
+  caseMainPanels?(ctx: AppContext, tenantId: string, caseId: string, view: CaseView): Promise<VNode | null>;
   /**
    * What the "All cases" search finds among what the feature keeps of cases (an identifier of
    * an entity): the ids of the tenant's cases matching the text, as a subquery.
    */
   searchCases?(ctx: AppContext, tenantId: string, text: string): CaseIdQuery;
+}
+
+/** What a case page's panels are drawn with: the page (its user, form token, refused form) and the actors' names. */
+export interface CaseView {
+  readonly page: PageContext;
+  /** `analyst:<id>` and `apikey:<id>` to the names people know them by. */
+  readonly names: ReadonlyMap<string, string>;
 }
 
 /** A subquery of case ids, written by the module that owns what it reads. */

@@ -32,6 +32,12 @@ export const consoleModule: FeatureModule = {
 };
 
 export {
+  /** What a case page says above its panels: a notice, a refused form, an action's result. */
+  type CasePageOptions,
+  /** Sends the case page of the signed-in user's tenant (404 for another tenant's case). */
+  sendCasePage,
+} from "./case.routes.js";
+export {
   /** The page context of a request: the session, the form token, the path, the links. */
   pageOf,
   /** After a form post, a 303 to the page the browser then loads with GET. */
@@ -43,6 +49,8 @@ export {
 } from "./console.plugin.js";
 // What a feature's console pages are built with (see console.seam.ts).
 export {
+  /** What a feature's case panels are drawn with: the page and the actors' names. */
+  type CaseView,
   /** A link to a feature's console page, in the main navigation or as a Settings tab. */
   type ConsoleLink,
   /** What a feature brings to the console: its links and its page routes. */
@@ -61,10 +69,18 @@ export {
 export {
   /** The last column of a table, whose cells hold a row's buttons. */
   ACTIONS,
+  /** `analyst:<userId>` shown as the user's name where it is known. */
+  ActorName,
+  /** A status or verdict as a coloured badge. */
+  Badge,
   /** A table of rows, or a line saying there are none. */
   DataTable,
   /** A labelled form field: the label's text, an optional hint, then the control. */
   Field,
+  /** Nested JSON as a list of dotted paths and their values. */
+  Fields,
+  /** A value's underscores as spaces (`not_a_match` → `not a match`). */
+  label,
   /** The options of a select, each value shown as it is, one of them chosen. */
   Options,
   /** A titled section of a page. */
@@ -77,6 +93,14 @@ export {
 export {
   /** The hidden form field with the CSRF token that every form post carries. */
   Csrf,
+  /** The problem of one field of a refused form, beside the field. */
+  FieldError,
+  /** What a refused form could not place beside a field, at the top of the form. */
+  FormError,
+  /** A labelled field of a form, with its problem beside it when the form was refused. */
+  FormField,
+  /** The value a field of a refused form keeps, else its default. */
+  kept,
   /** The page frame: head, top bar, navigation, main. */
   Layout,
   /** A notice above a page's content (ok, error, info). */

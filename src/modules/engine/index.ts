@@ -6,10 +6,13 @@ import { CaseStarter } from "./case-starter.js";
 import { resolveOpenWaitsOfCase } from "./engine.repo.js";
 import { engineRoutes } from "./engine.routes.js";
 import { runCallStep, runSteps } from "./engine.service.js";
+import { runEvaluationStep } from "./evaluation-step.js";
 import { engineNodeTypes } from "./nodes/index.js";
 import { failStrandedCase, resumeWait, TIMEOUT } from "./resume.js";
 import {
   CALL_JOB,
+  EVALUATE_JOB,
+  type EvaluationJobPayload,
   STEP_BATCH,
   STEP_JOB,
   type StepPayload,
@@ -58,6 +61,12 @@ export const engineModule: FeatureModule = {
         kind: CALL_JOB,
         mode: "plain",
         run: (job) => runCallStep(ctx, job as ClaimedJob<StepPayload>),
+        onGiveUp: (job, _error, tx) => giveUpStep(ctx, job, job.attempt, tx),
+      },
+      {
+        kind: EVALUATE_JOB,
+        mode: "plain",
+        run: (job) => runEvaluationStep(ctx, job as ClaimedJob<EvaluationJobPayload>),
         onGiveUp: (job, _error, tx) => giveUpStep(ctx, job, job.attempt, tx),
       },
       {

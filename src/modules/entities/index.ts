@@ -36,4 +36,6 @@ export {
   entityKeysOf,
   /** A value as entities of its type store and match it. */
   normalizeValue,
+  /** The ids of the entities a case's subject itself resolves to, its customer first. */
+  subjectEntityIds,
 } from "./keys.js";

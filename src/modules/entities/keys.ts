@@ -93,6 +93,20 @@ export function entityId(tenantId: string, type: string, value: string): string 
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
+/**
+ * The ids of the tenant's entities that a case's subject itself resolves to (role `subject`): its
+ * customer first, then its identifiers, e-mail, phone and registration number.
+ */
+export function subjectEntityIds(
+  tenantId: string,
+  subject: Json,
+  externalCustomerId: string | null,
+): string[] {
+  return entityKeysOf(subject, externalCustomerId)
+    .filter((k) => k.role === "subject")
+    .map((k) => entityId(tenantId, k.type, k.value));
+}
+
 /** The types of entities: the customer, and every identifier type but the customer id's. */
 export const ENTITY_TYPES = [
   "customer",

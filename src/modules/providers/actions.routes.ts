@@ -60,7 +60,7 @@ export function actionsRoutes(app: App, ctx: AppContext): void {
       const key = partnerOf(request);
       return invokePendingAction(
         ctx,
-        { tenantId: key.tenantId, keyId: key.keyId },
+        { tenantId: key.tenantId, actor: `apikey:${key.keyId}` },
         request.params.handle,
         request.params.actionId,
         (request.body.params ?? {}) as Record<string, unknown>,
@@ -114,7 +114,7 @@ export function actionsRoutes(app: App, ctx: AppContext): void {
       const { caseId, brokerId, action } = request.params;
       return invokeDurableAction(
         ctx,
-        { tenantId: key.tenantId, keyId: key.keyId },
+        { tenantId: key.tenantId, actor: `apikey:${key.keyId}` },
         caseId,
         brokerId,
         action,

@@ -2,18 +2,21 @@ import type { AppContext } from "../../platform/context.js";
 import { isUuid } from "../../platform/crypto.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
 import { caseExists, findCase } from "../cases/index.js";
+import { insertAudit } from "../users/index.js";
 import type { Broker, BrokerAction } from "./broker.js";
 import { problemsOf } from "./broker-schemas.js";
 import { brokerOf } from "./brokers/index.js";
 import { requireOpenedConfig } from "./provider-configs.service.js";
 import { findRunByWait, listRunsOfCase, type ProviderRunRow } from "./providers.repo.js";
-import { caseSubjectOf, openSession, runViewOf } from "./providers.service.js";
+import { openSession, runViewOf } from "./providers.service.js";
+import { insertAction, listActionsOfCase } from "./screening.repo.js";
+import { screenedSubject } from "./screening.service.js";
 import { VendorError } from "./vendor-http.js";
 
-/** Who invokes an action: the partner's key. */
+/** Who invokes an action: the partner's key (`apikey:<keyId>`) or a console user (`analyst:<userId>`). */
 export interface ActionCaller {
   tenantId: string;
-  keyId: string;
+  actor: string;
 }
 
 export interface DurableActionView {
@@ -35,18 +38,61 @@ function checkParams(action: BrokerAction, params: Record<string, unknown>): voi
   }
 }
 
-/** A vendor's failure is the partner's 502; the vendor's own words stay in the call record. */
-async function vendorAnswer<T>(brokerId: string, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof VendorError) {
-      throw new AppError("provider_failed", `the provider ${brokerId} failed: ${err.message}`, {
-        cause: err,
+/**
+ * Runs an action's vendor side and records it: its outcome (and its output, when the action keeps
+ * it) on the case, with its audit row in the same transaction. A vendor's failure is a 502; the
+ * vendor's own words stay in the call record.
+ */
+async function recordedAction(
+  ctx: AppContext,
+  caller: ActionCaller,
+  scope: { caseId: string; runId: string | null; kind: "pending" | "durable" },
+  broker: Broker,
+  action: BrokerAction,
+  work: () => Promise<Record<string, unknown>>,
+): Promise<{ output: Record<string, unknown> }> {
+  const record = async (
+    outcome: "ok" | "failed",
+    output: Record<string, unknown> | null,
+    error: string | null,
+  ) => {
+    const kept = outcome === "ok" && action.keepsOutput === true ? output : null;
+    await ctx.db.transaction(async (tx) => {
+      await insertAction(tx, caller.tenantId, {
+        ...scope,
+        brokerId: broker.id,
+        action: action.id,
+        actor: caller.actor,
+        outcome,
+        output: kept,
+        error,
       });
-    }
-    throw err;
+      await insertAudit(tx, caller, "provider.action", `case:${scope.caseId}`, {
+        after: {
+          brokerId: broker.id,
+          action: action.id,
+          kind: scope.kind,
+          outcome,
+          ...(error ? { error } : {}),
+          ...(kept ? { output: kept } : {}),
+        },
+      });
+    });
+  };
+  let output: Record<string, unknown>;
+  try {
+    output = await work();
+  } catch (err) {
+    if (!(err instanceof VendorError) && !(err instanceof AppError)) throw err;
+    const failure =
+      err instanceof VendorError
+        ? new AppError("provider_failed", `the provider ${broker.id} failed: ${err.message}`, { cause: err })
+        : err;
+    await record("failed", null, failure.message);
+    throw failure;
   }
+  await record("ok", output, null);
+  return { output };
 }
 
 function knownBroker(run: ProviderRunRow): Broker {
@@ -86,17 +132,13 @@ export async function invokePendingAction(
     brokerId: broker.id,
     caseId: run.case_id,
     runId: run.id,
-    actor: `apikey:${caller.keyId}`,
+    actor: caller.actor,
   });
-  const output = await vendorAnswer(broker.id, () =>
-    broker.pendingAction(session.call, {
-      actionId,
-      params,
-      run: runViewOf(broker, run),
-      case: caseSubjectOf(row),
-    }),
+  const kase = await screenedSubject(ctx.db.root, caller.tenantId, broker, row);
+  const scope = { caseId: run.case_id, runId: run.id, kind: "pending" as const };
+  return recordedAction(ctx, caller, scope, broker, action, () =>
+    broker.pendingAction(session.call, { actionId, params, run: runViewOf(broker, run), case: kase }),
   );
-  return { output };
 }
 
 /** Endpoint 6: the durable actions of every broker that ran on the case, after the decision too. */
@@ -143,15 +185,101 @@ export async function invokeDurableAction(
     brokerId: broker.id,
     caseId,
     runId: latest.id,
-    actor: `apikey:${caller.keyId}`,
+    actor: caller.actor,
   });
-  const output = await vendorAnswer(broker.id, () =>
+  const kase = await screenedSubject(ctx.db.root, caller.tenantId, broker, row);
+  const scope = { caseId, runId: latest.id, kind: "durable" as const };
+  return recordedAction(ctx, caller, scope, broker, action, () =>
     broker.durableAction(session.call, {
       actionId,
       params,
-      case: caseSubjectOf(row),
+      case: kase,
       runs: runs.map((r) => runViewOf(broker, r)),
     }),
   );
-  return { output };
+}
+
+/** An action the console offers on a case: a paused node's (with its handle) or a durable one. */
+export interface OfferedAction {
+  kind: "pending" | "durable";
+  brokerId: string;
+  id: string;
+  label: string;
+  paramsSchema: Record<string, unknown>;
+  /** A pending action's handle (the paused node's wait), and the node. */
+  handle?: string;
+  nodeId?: string;
+}
+
+/** An action run on the case, as the console lists it (its output is never shown again). */
+export interface ActionRunView {
+  brokerId: string;
+  action: string;
+  label: string;
+  kind: "pending" | "durable";
+  actor: string;
+  outcome: "ok" | "failed";
+  error: string | null;
+  at: string;
+}
+
+/**
+ * What the case page offers and shows of its providers: the actions of the nodes paused on a
+ * vendor now, the durable actions of the brokers that ran, and the actions run so far.
+ */
+export async function getCaseActions(
+  ctx: AppContext,
+  tenantId: string,
+  caseId: string,
+): Promise<{ offered: OfferedAction[]; recent: ActionRunView[] }> {
+  if (!isUuid(caseId)) throw notFound("case");
+  const [row, runs, recent] = await Promise.all([
+    findCase(ctx.db.root, tenantId, caseId),
+    listRunsOfCase(ctx.db.root, tenantId, caseId),
+    listActionsOfCase(ctx.db.root, tenantId, caseId, 20),
+  ]);
+  if (!row) throw notFound("case");
+  const offered: OfferedAction[] = [];
+  const now = Date.now();
+  for (const run of runs) {
+    const broker = brokerOf(run.broker_id);
+    const paused =
+      run.status === "waiting" &&
+      run.wait_id !== null &&
+      (run.expires_at === null || run.expires_at.getTime() > now) &&
+      row.status === "waiting" &&
+      row.current_node_id === run.node_id &&
+      row.step_seq === run.seq;
+    if (!broker || !paused) continue;
+    for (const a of broker.pendingActions) {
+      offered.push({
+        kind: "pending",
+        brokerId: broker.id,
+        ...a,
+        handle: run.wait_id ?? "",
+        nodeId: run.node_id,
+      });
+    }
+  }
+  for (const view of await listDurableActions(ctx, tenantId, caseId)) {
+    const action = brokerOf(view.brokerId)?.durableActions.find((a) => a.id === view.id);
+    if (action) offered.push({ kind: "durable", brokerId: view.brokerId, ...action });
+  }
+  return {
+    offered,
+    recent: recent.map((r) => {
+      const broker = brokerOf(r.broker_id);
+      const all = [...(broker?.pendingActions ?? []), ...(broker?.durableActions ?? [])];
+      return {
+        brokerId: r.broker_id,
+        action: r.action,
+        label: all.find((a) => a.id === r.action)?.label ?? r.action,
+        kind: r.kind,
+        actor: r.actor,
+        outcome: r.outcome,
+        error: r.error,
+        at: r.created_at.toISOString(),
+      };
+    }),
+  };
 }

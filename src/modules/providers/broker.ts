@@ -28,6 +28,15 @@ export interface Broker<Config = unknown, Credentials = unknown> {
   /** Actions on a case the broker ran on, valid after the decision too (endpoints 6 and 7). */
   readonly durableActions: readonly BrokerAction[];
 
+  /**
+   * A screening broker's hits in an output of its own (a node's or a rescreen's), for the
+   * analysts' review. A broker that has it is given `dismissedHits` and reports
+   * `unreviewedHits` in its outputs.
+   */
+  hitsOf?(output: Record<string, unknown>): ScreeningHit[];
+  /** A run's result in words for the case page (an identity check's answer, its labels, the applicant). */
+  describeRun?(run: RunView<Config> & { status: string }): RunInWords;
+
   /** Fills in the config's defaults (it has passed `configSchema`). */
   parseConfig(raw: Record<string, unknown>): Config;
   /** How every request to the vendor is authenticated. */
@@ -69,6 +78,36 @@ export interface BrokerAction {
   label: string;
   /** JSON Schema of the action's `params` (the service answers 400 when they do not hold). */
   paramsSchema: Record<string, unknown>;
+  /**
+   * Whether the action's output holds no secret and is kept as the case's latest result of the
+   * broker (a rescreen's hits). Tokens and links are never kept.
+   */
+  keepsOutput?: boolean;
+}
+
+/** A run told in words: a one-line answer, its facts, and a link to the subject at the vendor. */
+export interface RunInWords {
+  /** What the console's badge shows: `approved`, `declined`, `waiting`, `failed`… */
+  status: string;
+  summary: string;
+  facts: Array<{ label: string; value: string }>;
+  link?: { href: string; text: string };
+}
+
+/** One hit of a screening, as an analyst reviews it beside the case's subject. */
+export interface ScreeningHit {
+  /** The vendor's id of the listed entity. */
+  id: string;
+  name: string;
+  birthDates: string[];
+  /** ISO 3166-1 alpha-2 codes, lower case, as the vendor gives them. */
+  nationalities: string[];
+  /** Countries the listed entity is linked to (a company's, or a person's without a nationality). */
+  countries: string[];
+  datasets: string[];
+  score: number;
+  /** Whether it scored at or above the node's threshold (a match unless an analyst says not). */
+  aboveThreshold: boolean;
 }
 
 /** What a broker operation gets: the vendor client (signed, timed, retried, recorded) and the credentials. */
@@ -84,6 +123,12 @@ export interface CaseSubject {
   /** The case's `subject` (person, business or transaction sub-struct). */
   subject: Record<string, unknown>;
   externalCustomerId: string | null;
+  /**
+   * The hits an analyst marked "not a match" for the subject's entity (or for this case, when
+   * the subject has no key), by vendor id: a screening broker leaves them out of
+   * `unreviewedHits`. Empty for brokers without `hitsOf`.
+   */
+  dismissedHits: ReadonlySet<string>;
 }
 
 export interface StartInput<Config> extends CaseSubject {

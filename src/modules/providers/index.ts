@@ -4,19 +4,28 @@ import { actionsRoutes } from "./actions.routes.js";
 import { providerNode } from "./provider.node.js";
 import { providerConfigsRoutes } from "./provider-configs.routes.js";
 import { providersCli } from "./providers.cli.js";
+import { providersConsole } from "./providers.console.js";
 import { vendorEventsRoutes } from "./vendor-events.routes.js";
 import { handleVendorEvent, VENDOR_EVENT_JOB, type VendorEventJob } from "./vendor-events.service.js";
 import { vendorPollHandler } from "./vendor-poll.job.js";
 
-export { getProviderConfigs } from "./provider-configs.service.js";
-
 /**
  * Verification providers (brokers, contract section 5): the `provider` node, pending and durable
- * actions (endpoints 5 to 7), operator configuration, vendors' inbound events, the simulators.
+ * actions (endpoints 5 to 7), operator configuration, vendors' inbound events, the simulators,
+ * and the analysts' review of screening hits (remembered per entity) with the console's pages.
  */
 export const providersModule: FeatureModule = {
   name: "providers",
-  tables: ["provider_configs", "provider_runs", "provider_calls", "provider_events"],
+  migrations: "providers",
+  tables: [
+    "provider_configs",
+    "provider_runs",
+    "provider_calls",
+    "provider_events",
+    "screening_reviews",
+    "provider_actions",
+  ],
+  console: providersConsole,
   nodeTypes: [providerNode],
   async routes(app, ctx) {
     actionsRoutes(app, ctx);

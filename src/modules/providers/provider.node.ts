@@ -17,6 +17,7 @@ import {
   ReplayNeedsInput,
   type ResumeOutcome,
   schemaRef,
+  type TraceEntry,
 } from "../workflows/index.js";
 import type { StartResult } from "./broker.js";
 import { problemsOf } from "./broker-schemas.js";
@@ -29,7 +30,8 @@ import {
   type VendorResultOutput,
 } from "./provider-resolutions.js";
 import { configuredBrokers, insertRun } from "./providers.repo.js";
-import { caseSubjectOf, openSession, runIdOf, traceCall } from "./providers.service.js";
+import { openSession, runIdOf, traceCall } from "./providers.service.js";
+import { screenedSubject } from "./screening.service.js";
 import { type CallRecord, VendorError } from "./vendor-http.js";
 import { pollTime, schedulePoll } from "./vendor-poll.job.js";
 
@@ -136,6 +138,26 @@ function replayRun(node: ProviderNode, replay: NodeReplay): NodeOutcome {
   return { kind: "continue", next: node.next, output: step.output, explain };
 }
 
+/** A screening's hits in words: how many, and which were not yet dismissed for the subject. */
+function describeHits(entry: TraceEntry): string[] {
+  const hitsOf = brokerOf(String(entry.brokerId))?.hitsOf;
+  if (!hitsOf || !isJsonObject(entry.output)) return [];
+  const hits = hitsOf(entry.output).filter((h) => h.aboveThreshold);
+  const raw = entry.output.unreviewedHits;
+  const unreviewed = Array.isArray(raw)
+    ? hits.filter((h) => raw.some((u) => isJsonObject(u) && u.id === h.id))
+    : hits;
+  const names = (list: typeof hits) => list.map((h) => `${h.name} (${h.score})`).join(", ");
+  if (hits.length === 0) return ["no hit at or above the threshold"];
+  const dismissed = hits.length - unreviewed.length;
+  return [
+    `${hits.length} hit${hits.length === 1 ? "" : "s"} at or above the threshold: ${names(hits)}`,
+    ...(dismissed > 0
+      ? [`${dismissed} of them marked "not a match" for this subject earlier, not raised again`]
+      : []),
+  ];
+}
+
 export const providerNode: NodeType<ProviderNode> = {
   type: "provider",
   effects: "external",
@@ -201,7 +223,7 @@ export const providerNode: NodeType<ProviderNode> = {
         runId,
         actor: `node:${node.id}`,
       });
-      const subject = caseSubjectOf({
+      const subject = await screenedSubject(ctx.db.root, kase.tenantId, broker, {
         id: kase.id,
         type: kase.type,
         subject: vars.subject,
@@ -335,6 +357,6 @@ export const providerNode: NodeType<ProviderNode> = {
       }`,
     ];
     if (entry.status === "waiting") return [...lines, "waiting for the vendor's result"];
-    return [...lines, ...describeEnd(entry)];
+    return [...lines, ...describeHits(entry), ...describeEnd(entry)];
   },
 };

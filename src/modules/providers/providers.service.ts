@@ -59,17 +59,24 @@ export function runViewOf(broker: Broker, run: ProviderRunRow): RunView<unknown>
   };
 }
 
-export function caseSubjectOf(row: {
-  id: string;
-  type: string;
-  subject: Record<string, unknown>;
-  external_customer_id: string | null;
-}): CaseSubject {
+const NONE: ReadonlySet<string> = new Set();
+
+/** The case as brokers see it; `dismissedHits` for a screening broker (see `screenedSubject`). */
+export function caseSubjectOf(
+  row: {
+    id: string;
+    type: string;
+    subject: Record<string, unknown>;
+    external_customer_id: string | null;
+  },
+  dismissedHits: ReadonlySet<string> = NONE,
+): CaseSubject {
   return {
     caseId: row.id,
     caseType: row.type,
     subject: row.subject,
     externalCustomerId: row.external_customer_id,
+    dismissedHits,
   };
 }
 

@@ -68,12 +68,45 @@ export interface ProviderEventsTable {
   outcome: string | null;
 }
 
+export type Verdict = "match" | "not_a_match";
+
+export interface ScreeningReviewsTable {
+  id: Generated<number>;
+  tenant_id: string;
+  case_id: string;
+  entity_id: string | null;
+  broker_id: string;
+  hit_id: string;
+  verdict: Verdict;
+  reason: string;
+  actor: string;
+  hit: Json<Record<string, unknown>>;
+  created_at: CreatedAt;
+}
+
+export interface ProviderActionsTable {
+  id: Generated<number>;
+  tenant_id: string;
+  case_id: string;
+  broker_id: string;
+  run_id: string | null;
+  kind: "pending" | "durable";
+  action: string;
+  actor: string;
+  outcome: "ok" | "failed";
+  output: Json<Record<string, unknown>> | null;
+  error: string | null;
+  created_at: CreatedAt;
+}
+
 /** Row types of this module's tables, added to the platform's Database type below. */
 export interface ProvidersTables {
   provider_configs: ProviderConfigsTable;
   provider_runs: ProviderRunsTable;
   provider_calls: ProviderCallsTable;
   provider_events: ProviderEventsTable;
+  screening_reviews: ScreeningReviewsTable;
+  provider_actions: ProviderActionsTable;
 }
 
 declare module "../../platform/db/schema.js" {

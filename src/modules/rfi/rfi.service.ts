@@ -1,6 +1,6 @@
 import { type Actor, type AppContext, actorLabel } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
-import type { Executor, Tx } from "../../platform/db/index.js";
+import type { Executor, InSameTransaction, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { isCaseStatus, isTerminal } from "../case-model/index.js";
 import { type CaseFacts, findCaseFacts, findCaseTenant } from "../cases/index.js";
@@ -227,12 +227,17 @@ async function changeRequest(
   caseId: string,
   rfiId: string,
   change: (tx: Tx, current: RfiRow, tenantId: string) => Promise<RfiRow>,
+  also: InSameTransaction<InformationRequestView> | undefined,
 ): Promise<InformationRequestView> {
   const tenantId = await tenantOfCase(ctx, caseId);
-  const row = await ctx.db.transaction(async (tx) =>
-    change(tx, await requireRequest(tx, tenantId, caseId, rfiId, true), tenantId),
-  );
-  return toRequestView(row, []);
+  return ctx.db.transaction(async (tx) => {
+    const current = await requireRequest(tx, tenantId, caseId, rfiId, true);
+    const row = await change(tx, current, tenantId);
+    const view = toRequestView(row, []);
+    // A change that changed nothing (the request returned as it was) has nothing to add to.
+    if (row !== current) await also?.(tx, view);
+    return view;
+  });
 }
 
 /** Raises the pending request's `case.rfi_requested` again: same `rfi_id`, fresh `webhookId`. */
@@ -240,15 +245,22 @@ export function remindRequest(
   ctx: AppContext,
   caseId: string,
   rfiId: string,
+  also?: InSameTransaction<InformationRequestView>,
 ): Promise<InformationRequestView> {
-  return changeRequest(ctx, caseId, rfiId, async (tx, current, tenantId) => {
-    const found = await requireCase(tx, tenantId, caseId);
-    checkCaseOpen(found);
-    checkPending(current);
-    const reminded = await recordReminder(tx, tenantId, rfiId);
-    await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
-    return reminded;
-  });
+  return changeRequest(
+    ctx,
+    caseId,
+    rfiId,
+    async (tx, current, tenantId) => {
+      const found = await requireCase(tx, tenantId, caseId);
+      checkCaseOpen(found);
+      checkPending(current);
+      const reminded = await recordReminder(tx, tenantId, rfiId);
+      await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
+      return reminded;
+    },
+    also,
+  );
 }
 
 /**
@@ -260,18 +272,25 @@ export function cancelRequest(
   caseId: string,
   rfiId: string,
   actor: string | undefined,
+  also?: InSameTransaction<InformationRequestView>,
 ): Promise<InformationRequestView> {
-  return changeRequest(ctx, caseId, rfiId, async (tx, current, tenantId) => {
-    if (current.status === "cancelled") return current;
-    if (current.status !== "pending") {
-      throw new AppError("not_pending", `the information request is ${current.status}, not pending`);
-    }
-    const cancelled = await closeRequest(tx, tenantId, rfiId, {
-      status: "cancelled",
-      cancelledBy: actor === undefined ? null : `analyst:${actor}`,
-    });
-    if (!cancelled) throw new Error("a locked pending request could not be cancelled");
-    await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "cancelled");
-    return cancelled;
-  });
+  return changeRequest(
+    ctx,
+    caseId,
+    rfiId,
+    async (tx, current, tenantId) => {
+      if (current.status === "cancelled") return current;
+      if (current.status !== "pending") {
+        throw new AppError("not_pending", `the information request is ${current.status}, not pending`);
+      }
+      const cancelled = await closeRequest(tx, tenantId, rfiId, {
+        status: "cancelled",
+        cancelledBy: actor === undefined ? null : `analyst:${actor}`,
+      });
+      if (!cancelled) throw new Error("a locked pending request could not be cancelled");
+      await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "cancelled");
+      return cancelled;
+    },
+    also,
+  );
 }

@@ -6,6 +6,7 @@ import { toTagView } from "./tags.service.js";
 
 export const tagsModule: FeatureModule = {
   name: "tags",
+  migrations: "tags",
   tables: ["tag_options", "case_tags"],
   routes: tagsRoutes,
   cli: tagsCli,

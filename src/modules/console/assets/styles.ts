@@ -127,6 +127,9 @@ td > .actions, td > form.actions { flex-wrap: nowrap; }
 .trace .why li { margin: .1rem 0; }
 .rfi { border: 1px solid var(--line); border-radius: var(--radius); padding: .75rem; margin-bottom: .75rem; }
 .rfi header { display: flex; flex-wrap: wrap; justify-content: space-between; gap: .5rem; }
+.hit { border: 1px solid var(--line); border-radius: var(--radius); padding: .75rem; margin-bottom: .75rem; }
+.hit header { display: flex; flex-wrap: wrap; align-items: baseline; gap: .4rem; margin-bottom: .4rem; }
+.notice h2 { font-size: 1rem; margin: 0 0 .3rem; }
 .docs { display: grid; gap: .75rem; grid-template-columns: repeat(auto-fill, minmax(220px, 1fr)); margin-top: .5rem; }
 .doc { border: 1px solid var(--line); border-radius: var(--radius); padding: .5rem; background: #fafbfc; }
 .doc img { max-width: 100%; max-height: 320px; display: block; margin: 0 auto .4rem; }

@@ -1,3 +1,4 @@
+import type { VNode } from "preact";
 import { DECISION_VALUES } from "../../case-model/index.js";
 import { type InformationRequestView, RFI_LIMITS } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
@@ -453,8 +454,13 @@ function PendingPanel({ screen }: { screen: CaseScreen }) {
                   , until <Time iso={p.expiresAt} />
                 </>
               ) : null}
-              {p.availableActions.length > 0 ? (
+              {p.providerId === null && p.availableActions.length > 0 ? (
                 <div class="small muted">Actions: {p.availableActions.map((a) => a.label).join(", ")}</div>
+              ) : null}
+              {p.providerId ? (
+                <div class="small muted">
+                  Its actions are under <a href="#provider-actions">Provider actions</a>.
+                </div>
               ) : null}
             </li>
           ))}
@@ -500,10 +506,12 @@ export function CasePageView({
   page,
   screen,
   notice,
+  result,
 }: {
   page: PageContext;
   screen: CaseScreen;
   notice?: string;
+  result?: VNode;
 }) {
   const r = screen.record;
   const session = page.session;
@@ -533,9 +541,11 @@ export function CasePageView({
         </div>
       </div>
       {notice ? <Notice kind="ok">{notice}</Notice> : null}
+      {result ?? null}
       <div class="grid grid-case">
         <div>
           <DecisionPanel screen={screen} names={screen.names} />
+          {screen.featureMainPanels}
           <CommentsPanel page={page} screen={screen} canComment={reviewer} />
           <TracePanel trace={screen.trace} />
           <RequestsPanel page={page} screen={screen} canAct={canAct} />

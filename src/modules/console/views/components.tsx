@@ -23,6 +23,11 @@ const STATUS_TONE: Record<string, Tone> = {
   active: "green",
   enabled: "green",
   disabled: "grey",
+  match: "red",
+  not_a_match: "green",
+  not_reviewed: "amber",
+  ok: "green",
+  timed_out: "grey",
 };
 
 export function label(value: string): string {

@@ -2,7 +2,7 @@ import type { ComponentChildren } from "preact";
 import { renderToString } from "preact-render-to-string";
 import { type ConsoleSession, can } from "../../users/index.js";
 import { ASSET_VERSION } from "../assets.js";
-import type { ConsoleLink } from "../console.seam.js";
+import type { ConsoleLink } from "../console-link.js";
 import { Field } from "./components.js";
 
 /** What every page knows: who is signed in, the form token, and where it is. */

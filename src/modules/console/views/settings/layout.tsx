@@ -9,7 +9,6 @@ const SECTIONS = [
   { href: "/console/settings/api-keys", title: "API keys", permission: "apikeys:write" },
   { href: "/console/settings/tags", title: "Tags", permission: "tags:manage" },
   { href: "/console/settings/webhooks", title: "Webhooks", permission: "webhooks:manage" },
-  { href: "/console/settings/providers", title: "Providers", permission: "webhooks:manage" },
   { href: "/console/settings/users", title: "Users", permission: "users:manage" },
   { href: "/console/settings/review", title: "Review deadlines", permission: "users:manage" },
 ] as const;

@@ -1,5 +1,5 @@
 import { AppError } from "../../../../platform/errors.js";
-import type { Broker, CaseSubject } from "../../broker.js";
+import type { Broker, CaseSubject, ScreeningHit } from "../../broker.js";
 import type { VendorClient } from "../../vendor-http.js";
 
 export interface OpenSanctionsConfig {
@@ -21,6 +21,9 @@ const str = (v: unknown): string | undefined =>
   typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
 const obj = (v: unknown): Record<string, unknown> =>
   v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+
+const strings = (v: unknown): string[] =>
+  Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
 
 /** The yente match query for the case's person or business; undefined for other subjects. */
 export function matchQuery(subject: Record<string, unknown>): MatchQuery | undefined {
@@ -63,15 +66,49 @@ async function screen(vendor: VendorClient, kase: CaseSubject, config: OpenSanct
     throw new AppError("provider_failed", "match: the vendor's answer carries no results");
   const results = answer.results.map((r) => {
     const o = obj(r);
+    const props = obj(o.properties);
     return {
       id: String(o.id ?? ""),
       caption: String(o.caption ?? ""),
       score: typeof o.score === "number" ? o.score : 0,
-      datasets: Array.isArray(o.datasets) ? o.datasets.filter((d) => typeof d === "string") : [],
+      datasets: strings(o.datasets),
+      birthDates: strings(props.birthDate),
+      nationalities: [...new Set([...strings(props.nationality), ...strings(props.citizenship)])],
+      countries: strings(props.country),
     };
   });
   const top = results.reduce((max, r) => Math.max(max, r.score), 0);
-  return { matched: results.some((r) => r.score >= config.threshold), top_score: top, results };
+  const hits = results.filter((r) => r.score >= config.threshold);
+  return {
+    matched: hits.length > 0,
+    top_score: top,
+    threshold: config.threshold,
+    results,
+    // The hits no analyst has marked "not a match" for the subject's entity: a rule on
+    // `size(nodes.<id>.unreviewedHits) > 0` does not raise a known false positive again.
+    unreviewedHits: hits.filter((r) => !kase.dismissedHits.has(r.id)),
+  };
+}
+
+/** The hits of a screening's output (a node's or a rescreen's), for the analysts' review. */
+function hitsOf(output: Record<string, unknown>): ScreeningHit[] {
+  const threshold = typeof output.threshold === "number" ? output.threshold : undefined;
+  const results = Array.isArray(output.results) ? output.results.map(obj) : [];
+  return results.map((r) => {
+    const score = typeof r.score === "number" ? r.score : 0;
+    return {
+      id: String(r.id ?? ""),
+      name: String(r.caption ?? ""),
+      birthDates: strings(r.birthDates),
+      nationalities: strings(r.nationalities),
+      countries: strings(r.countries),
+      datasets: strings(r.datasets),
+      score,
+      // An output from before the threshold was reported: `matched` then tells for the top hit.
+      aboveThreshold:
+        threshold === undefined ? output.matched === true && score === output.top_score : score >= threshold,
+    };
+  });
 }
 
 export const openSanctionsBroker: Broker<OpenSanctionsConfig, OpenSanctionsCredentials> = {
@@ -99,8 +136,10 @@ export const openSanctionsBroker: Broker<OpenSanctionsConfig, OpenSanctionsCrede
       id: "rescreen",
       label: "Screen the case's subject again",
       paramsSchema: { type: "object", additionalProperties: false },
+      keepsOutput: true,
     },
   ],
+  hitsOf,
 
   parseConfig(raw) {
     return {

@@ -115,7 +115,12 @@ export class OpenSanctionsSimulator extends Simulator {
                   score,
                   match: score >= 0.7,
                   datasets: e.datasets,
-                  properties: { name: e.names, ...(e.countries ? { country: e.countries } : {}) },
+                  properties: {
+                    name: e.names,
+                    ...(e.birthDate ? { birthDate: [e.birthDate] } : {}),
+                    ...(e.countries ? { country: e.countries } : {}),
+                    ...(e.schema === "Person" && e.countries ? { nationality: e.countries } : {}),
+                  },
                 };
               })
               .filter((r) => r.score > 0.3)

@@ -13,6 +13,7 @@ import {
   SIG_HEADER,
   TS_HEADER,
 } from "./sumsub.wire.js";
+import { describeSumsubRun } from "./sumsub.words.js";
 
 export interface SumsubConfig {
   levelName: string;
@@ -286,6 +287,8 @@ export const sumsubBroker: Broker<SumsubConfig, SumsubCredentials> = {
       },
     },
   ],
+
+  describeRun: describeSumsubRun,
 
   parseConfig(raw) {
     return {
