@@ -307,7 +307,7 @@ function checkInlineSize(value: unknown): void {
 function metered<T>(variables: ExpressionVariables, kind: ExpressionKind, source: string, run: () => T): T {
   let m = meters.get(variables);
   if (!m) {
-    m = newMeter(EVALUATION_BUDGET, offloadsOf(variables));
+    m = newMeter(EVALUATION_BUDGET, OFFLOADS.of(variables));
     meters.set(variables, m);
   }
   // Evaluated on a thread already (this node evaluation, an earlier attempt): its result stands.
@@ -327,7 +327,7 @@ function metered<T>(variables: ExpressionVariables, kind: ExpressionKind, source
   const outer = current;
   const outerLookups = currentLookups;
   current = m;
-  currentLookups = lookupsOf(variables);
+  currentLookups = LOOKUPS.of(variables);
   const needsThread = () => {
     (m.offloads as Offloads).want({ kind, source, budget: budgetAtStart });
     return new ThreadNeeded();
@@ -567,17 +567,24 @@ export class LookupsNeeded extends Error {
   }
 }
 
-/** Where variables carry their node's list answers: a symbol key, kept by `{...vars}` copies. */
-const LOOKUPS = Symbol("listLookups");
+/**
+ * What the engine gives the expressions of one node's evaluation, carried by their variables
+ * under a symbol key (kept by `{...vars}` copies): `give` puts it there, `of` reads it back.
+ */
+function carried<T>(name: string) {
+  const key = Symbol(name);
+  return {
+    give: <V extends ExpressionVariables>(variables: V, value: T): V =>
+      Object.assign(variables, { [key]: value }),
+    of: (variables: ExpressionVariables): T | undefined => (variables as { [key]?: T })[key],
+  };
+}
+
+/** The node's list answers. */
+const LOOKUPS = carried<ListLookups>("listLookups");
 
 /** Gives the expressions evaluated with these variables the list answers (the engine does, per node). */
-export function withListLookups<V extends ExpressionVariables>(variables: V, lookups: ListLookups): V {
-  return Object.assign(variables, { [LOOKUPS]: lookups });
-}
-
-function lookupsOf(variables: ExpressionVariables): ListLookups | undefined {
-  return (variables as { [LOOKUPS]?: ListLookups })[LOOKUPS];
-}
+export const withListLookups = LOOKUPS.give;
 
 let currentLookups: ListLookups | undefined;
 
@@ -707,16 +714,11 @@ export class ThreadNeeded extends Error {
   }
 }
 
-const OFFLOADS = Symbol("offloads");
+/** The node's results of expressions run on a thread. */
+const OFFLOADS = carried<Offloads>("offloads");
 
 /** Lets the expressions evaluated with these variables move to a thread (the engine does, per node). */
-export function withOffloads<V extends ExpressionVariables>(variables: V, offloads: Offloads): V {
-  return Object.assign(variables, { [OFFLOADS]: offloads });
-}
-
-function offloadsOf(variables: ExpressionVariables): Offloads | undefined {
-  return (variables as { [OFFLOADS]?: Offloads })[OFFLOADS];
-}
+export const withOffloads = OFFLOADS.give;
 
 const threadPrograms = new Map<string, (variables: ExpressionVariables) => unknown>();
 
