@@ -4,6 +4,7 @@ import { AppError, notFound } from "../../platform/errors.js";
 import { enqueue } from "../../platform/jobs.js";
 import type { Replayed } from "../engine/index.js";
 import { requireTenant } from "../tenants/index.js";
+import { insertAudit } from "../users/index.js";
 import { getCompiledWorkflow } from "../workflows/index.js";
 import {
   type BacktestCaseRow,
@@ -146,6 +147,7 @@ export async function startBacktest(
   ctx: AppContext,
   tenantId: string,
   body: BacktestRequest,
+  actor = "operator",
 ): Promise<BacktestView> {
   await requireTenant(ctx.db.root, tenantId);
   const wf = await getCompiledWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, body.workflowId, body.version);
@@ -179,6 +181,9 @@ export async function startBacktest(
       caseType: body.caseType ?? null,
       sample: body.sample ?? null,
       summary: emptySummary(),
+    });
+    await insertAudit(tx, { tenantId, actor }, "backtest.start", `workflow:${body.workflowId}`, {
+      after: { backtestId: created.id, version: body.version, from: body.from, to: body.to },
     });
     await enqueue(tx, {
       kind: BACKTEST_JOB,

@@ -1,5 +1,6 @@
 import type { FeatureModule } from "../../platform/app-types.js";
 import { backtestsCli } from "./backtests.cli.js";
+import { backtestsConsole } from "./backtests.console.js";
 import { backtestsRoutes } from "./backtests.routes.js";
 import { backtestWorkers } from "./backtests.runner.js";
 
@@ -14,6 +15,7 @@ export const backtestsModule: FeatureModule = {
   routes: backtestsRoutes,
   background: backtestWorkers,
   cli: backtestsCli,
+  console: backtestsConsole,
 };
 
 export {

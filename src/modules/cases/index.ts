@@ -61,7 +61,7 @@ export {
   casesDecided,
   /** The tenant's cases of a workflow accepted in a window, dry runs left out (a subquery). */
   casesOfWorkflow,
-  /** Claims up to `limit` cases waiting to start, oldest first, for the rest of the transaction */
+  /** Claims cases waiting to start, oldest first: counts a run of each and leases them, committed before the run */
   claimReceivedCases,
   /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */
   findCase,
@@ -71,12 +71,18 @@ export {
   findCases,
   /** The tenant owning a case, for operator routes that address a case by id alone. */
   findCaseTenant,
+  /** Whether a case whose run began and never finished waits to be claimed again. */
+  hasReceivedCaseToRunAgain,
   /** Reads and locks the case for the rest of the transaction */
   lockCase,
   /** Reads and locks the cases (the engine's batches). */
   lockCases,
+  /** Locks the cases a starter claimed, those still waiting to start at the claim's count. */
+  lockClaimedCases,
   /** What a new case's insert notifies on the jobs channel, so that idle starters wake at once. */
   START_NOTIFICATION,
+  /** A case a starter claimed, with the runs of it begun. */
+  type StartClaim,
   /** Writes some columns of one of the tenant's cases. */
   updateCase,
 } from "./cases.repo.js";
@@ -97,10 +103,14 @@ export {
 export {
   /** A case as the partner API shows it (GET /cases/{caseId}). */
   type CaseRecordView,
+  /** Runs a case submission on any version of a workflow as a dry run (the operator API's, the console's). */
+  dryRunCase,
   /** A case of the tenant as the partner API shows it; 404 for an unknown or another tenant's case. */
   getCase,
   /** The tenant's cases of some ids as `GET /cases` lists them, in the order of the ids. */
   getCaseSummaries,
+  /** Every problem of a case submission (structure and the workflow's input schema), for a dry run. */
+  submissionProblems,
 } from "./cases.service.js";
 export {
   /** Adds an internal comment to a case, with its audit row. */

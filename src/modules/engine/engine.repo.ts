@@ -215,15 +215,9 @@ export async function stepsOfCases(
   tenantId: string,
   caseIds: string[],
 ): Promise<Map<string, StepRow[]>> {
-  const rows = await db
-    .selectFrom("case_steps")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "in", caseIds)
-    .orderBy("case_id")
-    .orderBy("seq")
-    .execute();
-  return byCase(rows);
+  return byCase(
+    await findRows(db, "case_steps", { tenant_id: tenantId, case_id: caseIds }, ["case_id", "seq"]),
+  );
 }
 
 /** The waits of the tenant's cases, by case (a backtest's batch). */
@@ -232,12 +226,5 @@ export async function waitsOfCases(
   tenantId: string,
   caseIds: string[],
 ): Promise<Map<string, WaitRow[]>> {
-  const rows = await db
-    .selectFrom("case_waits")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "in", caseIds)
-    .orderBy("created_at")
-    .execute();
-  return byCase(rows);
+  return byCase(await findRows(db, "case_waits", { tenant_id: tenantId, case_id: caseIds }, ["created_at"]));
 }

@@ -10,12 +10,14 @@ export const PERMISSIONS = [
   "webhooks:manage",
   "users:manage",
   "lists:manage",
+  "workflows:read",
+  "workflows:manage",
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 const GRANTS: Record<Role, readonly Permission[]> = {
   viewer: ["cases:read"],
-  analyst: ["cases:read", "cases:review"],
+  analyst: ["cases:read", "cases:review", "workflows:read"],
   admin: PERMISSIONS,
 };
 

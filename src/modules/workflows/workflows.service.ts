@@ -3,6 +3,7 @@ import type { AppContext } from "../../platform/context.js";
 import type { Executor } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { requireTenant } from "../tenants/index.js";
+import { insertAudit } from "../users/index.js";
 import { checkDefinitionLimits } from "./definition-limits.js";
 import type { NodeTypes } from "./node-type.js";
 import { type CompiledWorkflow, compileWorkflow, type VersionKey } from "./workflow.compiler.js";
@@ -120,12 +121,16 @@ export async function listsInUse(ctx: AppContext, tenantId: string): Promise<Map
   return used;
 }
 
-/** Publishes a version and makes it current; publishing an older version again rolls back to it. */
+/**
+ * Publishes a version and makes it current; publishing an older version again rolls back to it.
+ * In the tenant's audit log with its actor (`operator` for the operator API).
+ */
 export async function publishVersion(
   ctx: AppContext,
   tenantId: string,
   workflowId: string,
   version: number,
+  actor = "operator",
 ): Promise<PublishedVersionView> {
   await requireTenant(ctx.db.root, tenantId);
   const wf = await getCompiledWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, workflowId, version);
@@ -137,6 +142,9 @@ export async function publishVersion(
     const publishedAt = await markPublished(tx, tenantId, workflowId, version);
     if (!publishedAt) throw notFound(`version ${version} of workflow ${workflowId}`);
     await setCurrentVersion(tx, tenantId, workflowId, version);
+    await insertAudit(tx, { tenantId, actor }, "workflow.publish", `workflow:${workflowId}`, {
+      after: { version },
+    });
     return { workflowId, version, publishedAt: publishedAt.toISOString(), current: true };
   });
 }

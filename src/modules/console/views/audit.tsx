@@ -72,6 +72,8 @@ export const AUDIT_ACTIONS: Record<string, string> = {
   "list.create": "Created a list",
   "list.set": "Changed a list",
   "list.values": "Changed a list's values",
+  "workflow.publish": "Published a workflow version",
+  "backtest.start": "Started a backtest",
   "list.delete": "Deleted a list",
   "screening.review": "Gave a verdict on a screening hit",
   "provider.action": "Ran a provider action",

@@ -1,0 +1,193 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAppContext, serviceMigrations } from "../src/context.js";
+import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
+import { type Db, openDb } from "../src/platform/db/index.js";
+import { createLogger } from "../src/platform/logger.js";
+import { migrate } from "../src/platform/migrate.js";
+import { ADMIN_TOKEN, buildCheckedApp, testConfig } from "./support/app.js";
+import { type Child, runTs } from "./support/children/process.js";
+import { createServerDatabase, SERVER_URL } from "./support/db.js";
+import { adminHeaders, createPartner } from "./support/fixtures.js";
+import { amountScreen, createWorkflow } from "./support/workflows.js";
+
+const CASES = 5000;
+
+function screenAt(threshold: number): WorkflowDefinition {
+  const wf = structuredClone(amountScreen);
+  (wf.nodes[0] as Record<string, unknown>).rules = [
+    { when: `payload.amount > ${threshold}`, next: "review" },
+  ];
+  return wf;
+}
+
+/** Waits for the child's latest progress line to satisfy the condition, and returns it. */
+async function progressReaching(
+  child: Child,
+  done: (p: { done: number; status: string }) => boolean,
+  timeoutMs = 180_000,
+): Promise<{ done: number; status: string }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const last = child
+      .stdout()
+      .split("\n")
+      .filter((l) => /^progress \d+ \w+$/.test(l))
+      .at(-1)
+      ?.split(" ");
+    if (last) {
+      const progress = { done: Number(last[1]), status: last[2] as string };
+      if (done(progress)) return progress;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`no progress as expected; stdout:\n${child.stdout().slice(-2000)}\n${child.stderr()}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+let dataDir: string;
+let serverDb: { url: string; drop(): Promise<void> } | undefined;
+
+async function open(): Promise<Db> {
+  return openDb(serverDb ? { databaseUrl: serverDb.url } : { dataDir });
+}
+
+beforeAll(async () => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-backtest-crash-"));
+  if (SERVER_URL) serverDb = await createServerDatabase();
+});
+afterAll(async () => {
+  await serverDb?.drop();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+/**
+ * 5,000 past cases of version 1 (review over 1,000), as the engine leaves them: decided by the
+ * workflow, with their two steps. Written in two statements: going through the engine would only
+ * make the test slower, and the engine's own recording is tested elsewhere.
+ */
+async function pastCases(db: Db, tenantId: string): Promise<void> {
+  await sql`
+    INSERT INTO cases (id, tenant_id, request_id, status, type, workflow_id, workflow_version, subject,
+                       payload, metadata, decision, decision_history, step_seq, created_at, updated_at)
+    SELECT gen_random_uuid(), ${tenantId}::uuid, gen_random_uuid()::text,
+           CASE WHEN i % 2000 > 1000 THEN 'in_review' ELSE 'decided' END, 'KYC', 'pay', 1,
+           '{"displayName": "Ada"}'::jsonb, jsonb_build_object('amount', i % 2000), '{}'::jsonb, d.entry,
+           jsonb_build_array(d.entry), 2, now() - make_interval(secs => ${CASES}::int - i), now()
+    FROM generate_series(0, ${CASES - 1}::int) AS i
+    CROSS JOIN LATERAL (
+      SELECT jsonb_build_object('value', CASE WHEN i % 2000 > 1000 THEN 'in_review' ELSE 'approved' END,
+                                'source', 'workflow', 'actor', 'node:screen',
+                                'decidedAt', now()) AS entry
+    ) d`.execute(db.root);
+  await sql`
+    INSERT INTO case_steps (tenant_id, case_id, seq, node_id, node_type, status, output, next_node_id,
+                            explain, created_at, finished_at)
+    SELECT c.tenant_id, c.id, s.seq, s.node_id, s.node_type, 'completed', '{}'::jsonb, s.next,
+           '{}'::jsonb, c.created_at, c.created_at
+    FROM cases c
+    CROSS JOIN LATERAL (VALUES
+      (1, 'screen', 'rules', CASE WHEN c.status = 'in_review' THEN 'review' ELSE 'approve' END),
+      (2, CASE WHEN c.status = 'in_review' THEN 'review' ELSE 'approve' END, 'decision', NULL)
+    ) AS s(seq, node_id, node_type, next)
+    WHERE c.tenant_id = ${tenantId}::uuid`.execute(db.root);
+}
+
+describe("a backtest's worker killed with SIGKILL in the middle of 5,000 cases", () => {
+  it("resumes after each kill and counts every case once", async () => {
+    const db = await open();
+    await migrate(db, serviceMigrations());
+    const config = testConfig({ dataDir });
+    const app = await buildCheckedApp(createAppContext({ config, db, log: createLogger("silent") }));
+    const partner = await createPartner(app);
+    await createWorkflow(app, partner.tenantId, "pay", screenAt(1000));
+    await pastCases(db, partner.tenantId);
+    await createWorkflow(app, partner.tenantId, "pay", screenAt(500), { publish: false });
+    const started = await app.inject({
+      method: "POST",
+      url: `/admin/tenants/${partner.tenantId}/backtests`,
+      headers: adminHeaders,
+      payload: {
+        workflowId: "pay",
+        version: 2,
+        from: new Date(Date.now() - 86_400_000).toISOString(),
+        to: new Date(Date.now() + 60_000).toISOString(),
+      },
+    });
+    expect(started.statusCode, started.body).toBe(202);
+    const backtestId = started.json().backtestId as string;
+    await app.close();
+    await db.close();
+
+    const env = {
+      DATABASE_URL: serverDb?.url ?? "",
+      CDS_DATA_DIR: dataDir,
+      CDS_ADMIN_TOKEN: ADMIN_TOKEN,
+      CDS_JOB_LEASE_SECONDS: "2",
+      CDS_JOB_POLL_MS: "100",
+      CDS_LOG_LEVEL: "silent",
+      BACKTEST_ID: backtestId,
+    };
+    const killedAt: number[] = [];
+    for (const threshold of [1, 1500]) {
+      const child = runTs("test/support/children/backtest-worker.ts", [], env);
+      const progress = await progressReaching(child, (p) => p.done >= threshold);
+      child.kill("SIGKILL");
+      await child.exited;
+      killedAt.push(progress.done);
+    }
+    // The kills landed in the middle: some cases replayed, not all of them.
+    expect(killedAt[0]).toBeGreaterThan(0);
+    expect(killedAt.at(-1)).toBeLessThan(CASES);
+
+    const last = runTs("test/support/children/backtest-worker.ts", [], env);
+    await progressReaching(last, (p) => p.status !== "running");
+    last.kill("SIGTERM");
+    await last.exited;
+
+    const check = await open();
+    try {
+      const row = await check.root
+        .selectFrom("backtests")
+        .selectAll()
+        .where("id", "=", backtestId)
+        .executeTakeFirstOrThrow();
+      expect(row).toMatchObject({ status: "completed", total: CASES, done: CASES });
+      // amount = i % 2000 over 5,000 cases: 0–500 stay approved, 501–1000 go to review, the rest stay in review.
+      expect(row.summary).toMatchObject({
+        decisions: { approved: { approved: 1503, in_review: 1499 }, in_review: { in_review: 1998 } },
+        changed: 1499,
+        unchanged: 3501,
+        needsInput: 0,
+        errors: 0,
+        nodes: {
+          screen: { reached: CASES, reachedBefore: CASES },
+          approve: { reached: 1503, reachedBefore: 3002 },
+          review: { reached: 3497, reachedBefore: 1998 },
+        },
+      });
+      const rows = await check.root
+        .selectFrom("backtest_cases")
+        .select(["case_id", "changed", "after"])
+        .where("backtest_id", "=", backtestId)
+        .execute();
+      expect(rows).toHaveLength(CASES);
+      expect(new Set(rows.map((r) => r.case_id)).size).toBe(CASES);
+      expect(rows.filter((r) => r.after === null)).toHaveLength(0);
+      expect(rows.filter((r) => r.changed)).toHaveLength(1499);
+      // Nothing of the cases was written.
+      const touched = await check.root
+        .selectFrom("cases")
+        .select((eb) => eb.fn.countAll<string>().as("n"))
+        .where("tenant_id", "=", partner.tenantId)
+        .where("step_seq", "<>", 2)
+        .executeTakeFirstOrThrow();
+      expect(Number(touched.n)).toBe(0);
+    } finally {
+      await check.close();
+    }
+  }, 300_000);
+});
