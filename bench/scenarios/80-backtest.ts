@@ -3,7 +3,7 @@ import type { WorkflowDefinition } from "../../src/modules/workflows/workflow.ty
 import { decisionsIn, drained } from "../lib/cases.js";
 import { saturate, steadyRounds } from "../lib/decisioning.js";
 import { runIfMain } from "../lib/harness.js";
-import { customerKey, ibanKey, seedHistory, transactionSubject } from "../lib/history.js";
+import { customerKey, historyWorkflow, ibanKey, seedHistory, transactionSubject } from "../lib/history.js";
 import { median, round } from "../lib/stats.js";
 import type { BenchServer, ResultRow, Scenario } from "../lib/types.js";
 
@@ -14,45 +14,18 @@ import type { BenchServer, ResultRow, Scenario } from "../lib/types.js";
  * service's maximum rate, with and without a backtest running.
  */
 
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0)
-    throw new Error(`${name} must be a positive number, got "${raw}"`);
-  return value;
-}
+/** A positive number from the environment, or the default. */
+const setting = (name: string, fallback: number) => Number(process.env[name] || fallback);
 
-/** Figures of the customer's history, a rules node on them, and the decision; `limit` is the amount threshold. */
-function workflow(limit: number): WorkflowDefinition {
-  return {
-    inputSchema: { type: "object" },
-    start: "history",
-    nodes: [
-      {
-        id: "history",
-        type: "aggregate",
-        next: "screen",
-        aggregates: {
-          payments1h: { function: "count", by: "customer", window: "PT1H" },
-          amount7d: { function: "sum", field: "amount", by: "customer", window: "P7D" },
-        },
-      },
-      {
-        id: "screen",
-        type: "rules",
-        rules: [
-          {
-            when: `nodes.history.payments1h > 100 || payload.amount > ${limit}.0 || nodes.history.amount7d > 1000000.0`,
-            next: "review",
-          },
-        ],
-        default: "approve",
-      },
-      { id: "approve", type: "decision", decision: "approved", output: { reason: "'screened'" } },
-      { id: "review", type: "decision", decision: "in_review", output: { reason: "'velocity'" } },
-    ],
-  };
+/**
+ * The history scenario's workflow (three figures of the customer's history, rules, decision); the
+ * candidate also sends payments over 500 to review.
+ */
+function candidate(): WorkflowDefinition {
+  const wf = historyWorkflow(false);
+  const screen = wf.nodes[1] as unknown as { rules: Array<{ when: string; next: string }> };
+  screen.rules = screen.rules.map((r) => ({ ...r, when: `payload.amount > 500.0 || ${r.when}` }));
+  return wf;
 }
 
 const CUSTOMERS = 50_000;
@@ -62,7 +35,7 @@ const pick = (n: number) => Math.floor(Math.random() * n);
 function submission(): string {
   const amount = 1 + pick(99_900) / 100;
   return JSON.stringify({
-    workflowId: "screen",
+    workflowId: "history",
     type: "Transaction",
     eventTimestamp: new Date().toISOString(),
     payload: { amount },
@@ -82,7 +55,7 @@ interface BacktestView {
 
 async function startBacktest(server: BenchServer, tenantId: string): Promise<BacktestView> {
   return server.admin<BacktestView>("POST", `/admin/tenants/${tenantId}/backtests`, {
-    workflowId: "screen",
+    workflowId: "history",
     version: 2,
     from: new Date(Date.now() - 300 * 86_400_000).toISOString(),
     to: new Date().toISOString(),
@@ -118,8 +91,8 @@ const scenario: Scenario = {
     try {
       const partner = await server.partner({ scopes: ["cases:write", "cases:read"] });
       const headers = { ...partner.headers, "content-type": "application/json" };
-      const base = `/admin/tenants/${partner.tenantId}/workflows/screen/versions`;
-      await server.admin("POST", base, workflow(900));
+      const base = `/admin/tenants/${partner.tenantId}/workflows/history/versions`;
+      await server.admin("POST", base, historyWorkflow(false));
       await server.admin("POST", `${base}/1/publish`);
       // One case accepted and decided by the service: the past cases copy its columns and steps.
       const res = await fetch(`${server.url}/cases`, { method: "POST", headers, body: submission() });
@@ -153,8 +126,8 @@ const scenario: Scenario = {
         await sql`CHECKPOINT`.execute(db.root);
         return took + (performance.now() - started) / 1000;
       });
-      notes.push(`seeded ${cases} past cases with 4 steps each in ${round(seconds)} s`);
-      await server.admin("POST", base, workflow(500));
+      notes.push(`seeded ${cases} past cases with their steps in ${round(seconds)} s`);
+      await server.admin("POST", base, candidate());
 
       // The backtest alone.
       const alone = await finished(

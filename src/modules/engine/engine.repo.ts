@@ -209,35 +209,28 @@ function byCase<R extends { case_id: string }>(rows: R[]): Map<string, R[]> {
   return groups;
 }
 
-/** The steps of the tenant's cases, by case, each case's in order (a backtest's batch). */
-export async function stepsOfCases(
+/** The steps (in order) and waits of the tenant's cases, by case: a backtest's batch of records. */
+export async function recordsOfCases(
   db: Executor,
   tenantId: string,
   caseIds: string[],
-): Promise<Map<string, StepRow[]>> {
-  const rows = await db
-    .selectFrom("case_steps")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "in", caseIds)
-    .orderBy("case_id")
-    .orderBy("seq")
-    .execute();
-  return byCase(rows);
-}
-
-/** The waits of the tenant's cases, by case (a backtest's batch). */
-export async function waitsOfCases(
-  db: Executor,
-  tenantId: string,
-  caseIds: string[],
-): Promise<Map<string, WaitRow[]>> {
-  const rows = await db
-    .selectFrom("case_waits")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "in", caseIds)
-    .orderBy("created_at")
-    .execute();
-  return byCase(rows);
+): Promise<{ steps: Map<string, StepRow[]>; waits: Map<string, WaitRow[]> }> {
+  const [steps, waits] = await Promise.all([
+    db
+      .selectFrom("case_steps")
+      .selectAll()
+      .where("tenant_id", "=", tenantId)
+      .where("case_id", "in", caseIds)
+      .orderBy("case_id")
+      .orderBy("seq")
+      .execute(),
+    db
+      .selectFrom("case_waits")
+      .selectAll()
+      .where("tenant_id", "=", tenantId)
+      .where("case_id", "in", caseIds)
+      .orderBy("created_at")
+      .execute(),
+  ]);
+  return { steps: byCase(steps), waits: byCase(waits) };
 }
