@@ -31,6 +31,10 @@ export interface Config {
   readonly jobLeaseSeconds: number;
   /** Upper bound on how long an idle worker sleeps between queue checks when no notification wakes it. */
   readonly jobPollMs: number;
+  /** Runs of a new case that may end its process (begun, never finished) before the case is failed. */
+  readonly caseCrashLimit: number;
+  /** Wall-clock time one node's expressions, or one payload's input-schema validation, may take. */
+  readonly evaluationDeadlineMs: number;
   /** Webhook attempts in flight per process, on a worker of their own beside the general one. */
   readonly webhookConcurrency: number;
   /** Webhook attempts in flight per process to one endpoint (a tenant's webhook configuration). */
@@ -224,6 +228,8 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: read(env, { name: "CDS_WORKER_CONCURRENCY", parse: integer(1, 10000) }, 32),
     jobLeaseSeconds: read(env, { name: "CDS_JOB_LEASE_SECONDS", parse: integer(1, 3600) }, 30),
     jobPollMs: read(env, { name: "CDS_JOB_POLL_MS", parse: integer(10, 60000) }, 1000),
+    caseCrashLimit: read(env, { name: "CDS_CASE_CRASH_LIMIT", parse: integer(1, 100) }, 3),
+    evaluationDeadlineMs: read(env, { name: "CDS_EVALUATION_DEADLINE_MS", parse: integer(10, 60000) }, 250),
     webhookConcurrency: read(env, { name: "CDS_WEBHOOK_CONCURRENCY", parse: integer(1, 10000) }, 128),
     webhookEndpointConcurrency: read(
       env,

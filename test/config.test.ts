@@ -35,6 +35,8 @@ describe("configuration", () => {
       workerConcurrency: 32,
       jobLeaseSeconds: 30,
       jobPollMs: 1000,
+      caseCrashLimit: 3,
+      evaluationDeadlineMs: 250,
       maxEventSkewSeconds: 300,
       uploadTtlSeconds: 3600,
     });
@@ -58,6 +60,8 @@ describe("configuration", () => {
       CDS_WORKER_CONCURRENCY: "4",
       CDS_JOB_LEASE_SECONDS: "60",
       CDS_JOB_POLL_MS: "250",
+      CDS_CASE_CRASH_LIMIT: "5",
+      CDS_EVALUATION_DEADLINE_MS: "100",
       CDS_MAX_EVENT_SKEW_SECONDS: "0",
       CDS_UPLOAD_TTL_SECONDS: "600",
     });
@@ -77,6 +81,8 @@ describe("configuration", () => {
       workerConcurrency: 4,
       jobLeaseSeconds: 60,
       jobPollMs: 250,
+      caseCrashLimit: 5,
+      evaluationDeadlineMs: 100,
       maxEventSkewSeconds: 0,
       uploadTtlSeconds: 600,
     });

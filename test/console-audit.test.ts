@@ -6,6 +6,7 @@ import { runCds } from "./support/cli.js";
 import { createConsoleUser, signedIn, signIn } from "./support/console.js";
 import { adminHeaders, createKey, createTenant, enableTags, type Partner } from "./support/fixtures.js";
 import { withInjectedFailure } from "./support/openapi-check.js";
+import { raiseRfi } from "./support/rfi.js";
 import { amountScreen, createWorkflow, kycSubject, waitForCase } from "./support/workflows.js";
 
 /**
@@ -229,5 +230,96 @@ describe("audit rows in the change's transaction", () => {
       .where("event_type", "in", ["case.decision_overridden", "case.information_requested"])
       .execute();
     expect(events).toEqual([]);
+  });
+});
+
+describe("console changes made through other features' services", () => {
+  it("settings and information-request changes whose audit row fails leave neither the change nor the row", async () => {
+    const tenantId = await createTenant(h.app);
+    const partner = await createKey(h.app, tenantId);
+    await createWorkflow(h.app, tenantId, "screen", amountScreen);
+    const caseId = await decidedCase(partner);
+    const { rfiId } = await raiseRfi(h.app, partner, caseId);
+    const { browser } = await signedIn(h.app, tenantId, "admin");
+    await browser.get("/console/settings/webhooks");
+    const webhook = {
+      webhookKey: "default",
+      url: "http://127.0.0.1:9/hooks",
+      secretId: "s1",
+      secret: "a-signing-secret-of-32-characters",
+    };
+    // What these changes stand on, made with their audit rows.
+    expect((await browser.post("/console/settings/webhooks", webhook)).statusCode).toBe(303);
+    expect((await browser.post("/console/settings/webhooks/default/test")).statusCode).toBe(303);
+    const rows = async () =>
+      h.ctx.db.root
+        .selectFrom("console_audit")
+        .select("action")
+        .where("tenant_id", "=", tenantId)
+        .orderBy("id")
+        .execute();
+    const audited = (await rows()).map((r) => r.action);
+    expect(audited).toEqual(expect.arrayContaining(["rfi.raise", "webhook.set", "webhook.test"]));
+    const delivery = await h.ctx.db.root
+      .selectFrom("webhook_deliveries")
+      .select("id")
+      .where("tenant_id", "=", tenantId)
+      .executeTakeFirstOrThrow();
+    const countOf = async (table: "webhook_deliveries" | "events") =>
+      Number(
+        (
+          await h.ctx.db.root
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll().as("n"))
+            .where("tenant_id", "=", tenantId)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const deliveriesBefore = await countOf("webhook_deliveries");
+    const eventsBefore = await countOf("events");
+
+    const failing: Array<[action: string, url: string, form?: Record<string, string>]> = [
+      ["apikey.create", "/console/settings/api-keys", { name: "never", scopes: "cases:read" }],
+      ["apikey.delete", `/console/settings/api-keys/${partner.keyId}/delete`],
+      ["tag_option.set", "/console/settings/tags", { tag: "never", enabled: "true" }],
+      ["webhook.set", "/console/settings/webhooks", { ...webhook, webhookKey: "never" }],
+      ["webhook.delete", "/console/settings/webhooks/default/delete"],
+      ["webhook.test", "/console/settings/webhooks/default/test"],
+      ["webhook.redeliver", `/console/settings/webhooks/deliveries/${delivery.id}/redeliver`],
+      ["rfi.remind", `/console/cases/${caseId}/rfi/${rfiId}/remind`],
+      ["rfi.answer", `/console/cases/${caseId}/rfi/${rfiId}/answer`, { fieldKey: "note", fieldValue: "x" }],
+      ["rfi.cancel", `/console/cases/${caseId}/rfi/${rfiId}/cancel`],
+    ];
+    for (const [action, url, form] of failing) {
+      const restore = await failAuditOf(tenantId, action);
+      try {
+        const res = await withInjectedFailure(() => browser.post(url, form));
+        expect(res.statusCode, `${action}: ${res.body.slice(0, 200)}`).toBe(500);
+      } finally {
+        await restore();
+      }
+    }
+
+    expect((await rows()).map((r) => r.action)).toEqual(audited);
+    const keys = (
+      await h.app.inject({ url: `/admin/tenants/${tenantId}/api-keys`, headers: adminHeaders })
+    ).json();
+    expect(JSON.stringify(keys)).not.toContain("never");
+    expect(JSON.stringify(keys)).toContain(partner.keyId);
+    const options = (
+      await h.app.inject({ url: `/admin/tenants/${tenantId}/tag-options`, headers: adminHeaders })
+    ).json();
+    expect(JSON.stringify(options)).not.toContain("never");
+    const hooks = (
+      await h.app.inject({ url: `/admin/tenants/${tenantId}/webhooks`, headers: adminHeaders })
+    ).json();
+    expect(JSON.stringify(hooks)).toContain('"default"');
+    expect(JSON.stringify(hooks)).not.toContain('"never"');
+    expect(await countOf("webhook_deliveries")).toBe(deliveriesBefore);
+    expect(await countOf("events")).toBe(eventsBefore);
+    const request = (
+      await h.app.inject({ url: `/cases/${caseId}/rfi/${rfiId}`, headers: partner.headers })
+    ).json();
+    expect(request).toMatchObject({ status: "pending", reminderCount: 0 });
   });
 });

@@ -1,11 +1,12 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { sql } from "kysely";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
-import { createConsoleUser } from "./support/console.js";
+import { createConsoleUser, signedIn } from "./support/console.js";
 import { createPartner, type Partner } from "./support/fixtures.js";
 import { type ProviderRig, startProviderRig } from "./support/providers.js";
 import { createWorkflow, waitForCase } from "./support/workflows.js";
@@ -203,6 +204,44 @@ describe.skipIf(!hasChromium)("screening review and provider actions in Chromium
       await identity.getByRole("link", { name: "Open the applicant in Sumsub" }).getAttribute("href"),
     ).toContain(applicant);
     await shoot(page, "identity-result");
+    await page.context().close();
+  });
+
+  it("orders the review queue by due date, the most overdue first", async () => {
+    const { browser: admin } = await signedIn(h.app, partner.tenantId, "admin");
+    await admin.get("/console/settings/review");
+    const set = await admin.post("/console/settings/review", { KYC: "4", KYB: "", Transaction: "" });
+    expect(set.statusCode).toBe(303);
+    // Three cases waiting on Sumsub, created 1, 3 and 6 hours ago: due in 3 h, in 1 h, and 2 h ago.
+    const ages: Record<string, number> = {};
+    for (const [name, hours] of [
+      ["Ivan Petrov", 1],
+      ["Olga Petrova", 3],
+      ["Boris Petrov", 6],
+    ] as const) {
+      const [first, last] = name.split(" ") as [string, string];
+      const caseId = await submit(first, last, `cust-${hours}h`, "1970-01-01");
+      await waitForCase(h.app, partner.headers, caseId, (c) => c.status === "waiting");
+      await sql`UPDATE cases SET created_at = ${new Date(Date.now() - hours * 3_600_000)} WHERE id = ${caseId}`.execute(
+        h.ctx.db.root,
+      );
+      ages[caseId] = hours;
+    }
+    const page = await newPage();
+    await signIn(page, "Kim Queue");
+    await page.getByRole("link", { name: /^Waiting/ }).click();
+    await page.waitForURL(/status=waiting/);
+    await page.getByLabel("Order").selectOption("due");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.waitForURL(/sort=due/);
+    const hrefs = await page
+      .locator("a.case-link")
+      .evaluateAll((links) =>
+        links.map((a) => (a.getAttribute("href") ?? "").replace("/console/cases/", "")),
+      );
+    expect(hrefs.map((id) => ages[id])).toEqual([6, 3, 1]);
+    expect(await page.locator("td.overdue").count()).toBe(1);
+    await shoot(page, "queue-by-due");
     await page.context().close();
   });
 });

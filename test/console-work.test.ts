@@ -2,7 +2,14 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { type ConsoleClient, signedIn } from "./support/console.js";
-import { adminHeaders, createKey, createTenant, enableTags, type Partner } from "./support/fixtures.js";
+import {
+  adminHeaders,
+  createKey,
+  createStoredCase,
+  createTenant,
+  enableTags,
+  type Partner,
+} from "./support/fixtures.js";
 import {
   amountScreen,
   createWorkflow,
@@ -349,6 +356,99 @@ describe("owners, comments and deadlines", () => {
     const list = await browser.get("/console/cases");
     expect(list.body).toMatch(/<td class="overdue">.*overdue/);
     expect((await browser.post("/console/settings/review", { KYC: "0" })).statusCode).toBe(400);
+  });
+});
+
+describe("ordering by due date", () => {
+  const HOURS: Record<string, number> = { KYC: 1, Transaction: 48 };
+  const STATUSES = ["in_review", "waiting", "decided"] as const;
+  const TYPES = ["KYC", "Transaction", "KYB"] as const;
+  let t: Tenant;
+  let browser: ConsoleClient;
+  const cases: Array<{ id: string; status: string; type: string; createdAt: Date }> = [];
+
+  /** The order the lists must show: due first by due time, then the cases without a deadline, oldest first. */
+  function expected(status?: string): string[] {
+    const rows = cases
+      .filter((c) => !status || c.status === status)
+      .map((c) => {
+        const hours = c.status === "decided" ? undefined : HOURS[c.type];
+        return { ...c, due: hours === undefined ? null : c.createdAt.getTime() + hours * 3_600_000 };
+      });
+    const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : 1);
+    const due = rows
+      .filter((r) => r.due !== null)
+      .sort((a, b) => (a.due as number) - (b.due as number) || byId(a, b));
+    const rest = rows
+      .filter((r) => r.due === null)
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || byId(a, b));
+    return [...due, ...rest].map((r) => r.id);
+  }
+
+  /** Every page of a list, following its "Next" links. */
+  async function allPages(url: string): Promise<string[]> {
+    const ids: string[] = [];
+    let next: string | undefined = url;
+    while (next) {
+      const page = await browser.get(next);
+      expect(page.statusCode, next).toBe(200);
+      ids.push(...listed(page.body));
+      next = /<a[^>]*href="([^"]*cursor=[^"]*)"[^>]*>Next/.exec(page.body)?.[1]?.replaceAll("&amp;", "&");
+    }
+    return ids;
+  }
+
+  beforeAll(async () => {
+    t = await tenant();
+    ({ browser } = await signedIn(h.app, t.tenantId, "admin"));
+    await browser.get("/console/settings/review");
+    const set = await browser.post("/console/settings/review", { KYC: "1", KYB: "", Transaction: "48" });
+    expect(set.statusCode, set.body).toBe(303);
+    // 120 cases (more than two pages of 50), of each status and type, created over the last 50 hours.
+    const now = Date.now();
+    for (let i = 0; i < 120; i++) {
+      const status = STATUSES[i % 3] as string;
+      const type = TYPES[Math.floor(i / 3) % 3] as string;
+      const createdAt = new Date(now - ((i * 97) % 3000) * 60_000);
+      const id = await createStoredCase(h.ctx, t.tenantId, status as "in_review");
+      await sql`UPDATE cases SET type = ${type}, created_at = ${createdAt} WHERE id = ${id}`.execute(
+        h.ctx.db.root,
+      );
+      cases.push({ id, status, type, createdAt });
+    }
+  });
+
+  it("All cases lists the most overdue first, then those without a deadline, across pages", async () => {
+    const ids = await allPages("/console/cases?sort=due");
+    expect(ids).toHaveLength(120);
+    expect(ids).toEqual(expected());
+    const first = await browser.get("/console/cases?sort=due");
+    expect(first.body).toContain("by due date, overdue first");
+    expect(first.body).toMatch(/<td class="overdue">.*overdue/);
+    // Filters hold: the waiting Transactions alone, by due date.
+    const waitingTx = cases
+      .filter((c) => c.status === "waiting" && c.type === "Transaction")
+      .map((c) => c.id);
+    const filtered = await allPages("/console/cases?sort=due&status=waiting&type=Transaction");
+    expect(filtered).toEqual(expected("waiting").filter((id) => waitingTx.includes(id)));
+  });
+
+  it("the review queue's tab orders by due date too, and an unknown order or a foreign page link is 400", async () => {
+    expect(await allPages("/console/queue?status=in_review&sort=due")).toEqual(expected("in_review"));
+    expect(await allPages("/console/queue?status=waiting&sort=due")).toEqual(expected("waiting"));
+    expect((await browser.get("/console/queue?sort=soonest")).statusCode).toBe(400);
+    expect((await browser.get("/console/cases?sort=soonest")).statusCode).toBe(400);
+    // A page link of the default order is not one of the due order.
+    const plain = await browser.get("/console/cases");
+    const cursor = /cursor=([A-Za-z0-9_-]+)/.exec(plain.body)?.[1] as string;
+    expect(cursor).toBeDefined();
+    expect((await browser.get(`/console/cases?sort=due&cursor=${cursor}`)).statusCode).toBe(400);
+    // Without the order, the queue stays oldest first.
+    const oldest = cases
+      .filter((c) => c.status === "in_review")
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1))
+      .map((c) => c.id);
+    expect(await allPages("/console/queue?status=in_review")).toEqual(oldest);
   });
 });
 

@@ -53,7 +53,7 @@ async function progressReaching(
     const lines = child
       .stdout()
       .split("\n")
-      .filter((l) => /^progress \d+ \d+$/.test(l));
+      .filter((l) => /^progress \d+ \d+ \d+$/.test(l));
     const last = lines.at(-1)?.split(" ");
     if (last) {
       const progress = { steps: Number(last[1]), decided: Number(last[2]) };

@@ -401,15 +401,17 @@ describe("validatePayload", () => {
       start: "done",
       nodes: [{ id: "done", type: "decision", decision: "approved" }],
     });
-    expect(wf.validatePayload({ amount: 10, email: "a@example.com", items: [{ sku: "x" }] })).toEqual([]);
-    const problems = wf.validatePayload({ amount: -1, email: "nope", items: [{}], extra: 1 });
+    expect(
+      await wf.validatePayload({ amount: 10, email: "a@example.com", items: [{ sku: "x" }] }, 250),
+    ).toEqual([]);
+    const problems = await wf.validatePayload({ amount: -1, email: "nope", items: [{}], extra: 1 }, 250);
     expect(problems.sort((a, b) => a.path.localeCompare(b.path))).toEqual([
       { path: "payload.amount", message: "must be at least 0" },
       { path: "payload.email", message: "must be a valid email" },
       { path: "payload.extra", message: "is not a known property" },
       { path: "payload.items[0].sku", message: "is required" },
     ]);
-    expect(wf.validatePayload({ email: "a@example.com" })).toEqual([
+    expect(await wf.validatePayload({ email: "a@example.com" }, 250)).toEqual([
       { path: "payload.amount", message: "is required" },
     ]);
   });
@@ -434,7 +436,7 @@ describe("the worked examples of docs/workflows.md", () => {
       return { decision: band?.decision, result: risk.output.evaluate({ ...v, nodes: { risk: { score } } }) };
     };
     const payment = { amount: 12500, currency: "EUR", country: "DE", newDevice: true };
-    expect(wf.validatePayload(payment)).toEqual([]);
+    expect(await wf.validatePayload(payment, 250)).toEqual([]);
     expect(sanctions.rules[0]?.when.test(vars(payment))).toBe(false);
     expect(sanctions.rules[0]?.when.test(vars({ ...payment, country: "KP" }))).toBe(true);
     expect(decide(vars(payment))).toEqual({
@@ -447,7 +449,7 @@ describe("the worked examples of docs/workflows.md", () => {
       decision: "approved",
       result: { score: 0, amount: 250, currency: "EUR" },
     });
-    expect(wf.validatePayload({ amount: 0, currency: "eur" }).map((p) => p.path)).toEqual([
+    expect((await wf.validatePayload({ amount: 0, currency: "eur" }, 250)).map((p) => p.path)).toEqual([
       "payload.country",
       "payload.amount",
       "payload.currency",

@@ -1,6 +1,6 @@
 import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
-import type { Db } from "../../platform/db/index.js";
+import type { Db, InSameTransaction } from "../../platform/db/index.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
 import { requireTenant } from "../tenants/index.js";
 import { checkKeyValue, generateKeyValue, hashKeyValue, keyHint, newKeyId } from "./api-key-format.js";
@@ -97,21 +97,27 @@ export async function createApiKey(
   ctx: AppContext,
   tenantId: string,
   input: CreateApiKeyInput,
+  also?: InSameTransaction<ApiKeyView>,
 ): Promise<ApiKeyView & { key: string }> {
   await requireTenant(ctx.db.root, tenantId);
   const { name, scopes, expiresAt } = validate(input, new Date());
   const key = generateKeyValue(ctx.config.env);
-  const row = await insertApiKey(ctx.db.root, {
-    id: newKeyId(),
-    tenantId,
-    name,
-    hash: hashKeyValue(key),
-    hint: keyHint(key),
-    scopes,
-    rateLimit: input.rateLimit === undefined ? DEFAULT_RATE_LIMIT : input.rateLimit,
-    expiresAt,
+  const view = await ctx.db.transaction(async (tx) => {
+    const row = await insertApiKey(tx, {
+      id: newKeyId(),
+      tenantId,
+      name,
+      hash: hashKeyValue(key),
+      hint: keyHint(key),
+      scopes,
+      rateLimit: input.rateLimit === undefined ? DEFAULT_RATE_LIMIT : input.rateLimit,
+      expiresAt,
+    });
+    const created = toView(row);
+    await also?.(tx, created);
+    return created;
   });
-  return { ...toView(row), key };
+  return { ...view, key };
 }
 
 export async function getApiKeys(ctx: AppContext, tenantId: string): Promise<ApiKeyView[]> {
@@ -119,9 +125,19 @@ export async function getApiKeys(ctx: AppContext, tenantId: string): Promise<Api
   return (await listApiKeys(ctx.db.root, tenantId)).map(toView);
 }
 
-export async function removeApiKey(ctx: AppContext, tenantId: string, keyId: string): Promise<void> {
+/** Deletes a key; `also` gets the key as it was, in the deletion's transaction. */
+export async function removeApiKey(
+  ctx: AppContext,
+  tenantId: string,
+  keyId: string,
+  also?: InSameTransaction<ApiKeyView>,
+): Promise<void> {
   await requireTenant(ctx.db.root, tenantId);
-  if (!(await deleteApiKey(ctx.db.root, tenantId, keyId))) throw notFound("API key");
+  await ctx.db.transaction(async (tx) => {
+    const before = also ? (await listApiKeys(tx, tenantId)).find((k) => k.id === keyId) : undefined;
+    if (!(await deleteApiKey(tx, tenantId, keyId))) throw notFound("API key");
+    if (also && before) await also(tx, toView(before));
+  });
 }
 
 const unauthorized = (message: string) => new AppError("unauthenticated", message);

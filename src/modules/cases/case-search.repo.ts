@@ -1,5 +1,5 @@
 import { type ExpressionBuilder, type SelectQueryBuilder, sql } from "kysely";
-import type { Database, Executor } from "../../platform/db/index.js";
+import { type Database, type Executor, keysetPage } from "../../platform/db/index.js";
 
 // The "All cases" view's read of the cases table: every status and decision, filtered, newest
 // first (or by due date), after a keyset position. Filters on what other modules keep of a case
@@ -193,4 +193,81 @@ function pageOf(
     ? query.orderBy(sql`created_at + interval '0 seconds'`, "desc")
     : query.orderBy("created_at", "desc");
   return ordered.orderBy("id", "desc").limit(limit).execute();
+}
+
+/** The statuses a review deadline applies to: the case still waits for an analyst or an outside answer. */
+export const AWAITING_STATUSES = ["in_review", "waiting"] as const;
+
+/**
+ * A position in a list by due date: among the cases with a deadline (`due`, at their due time),
+ * or among those without one that follow them (`undue`, at their creation).
+ */
+export interface DueKeyset {
+  kind: "due" | "undue";
+  at: Date;
+  id: string;
+}
+
+/** A case of a list by due date, with its due time (null without a deadline). */
+export interface DueListRow extends CaseListRow {
+  due_at: Date | null;
+}
+
+const byDue = (a: DueListRow, b: DueListRow) =>
+  (a.due_at?.getTime() ?? 0) - (b.due_at?.getTime() ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * One page of the tenant's cases by due date, the most overdue first: the cases awaiting review
+ * or an answer whose type has a deadline (`hoursByType`), due at their creation plus its hours,
+ * then the others, oldest first. A due time is not stored (decision 0026), but within one type
+ * and status it runs with the creation, so each (type, status) is a keyset page along the index
+ * `cases_tenant_status`, read from the position shifted by the type's hours, and the pages are
+ * merged: the first page of the union is among the first pages of its parts.
+ */
+export async function listCasesByDue(
+  db: Executor,
+  tenantId: string,
+  f: CaseFilters,
+  hoursByType: ReadonlyMap<string, number>,
+  limit: number,
+  position: DueKeyset | undefined,
+): Promise<DueListRow[]> {
+  const rows = (at: readonly [Date, string] | undefined, n: number, filters: CaseFilters) =>
+    keysetPage(
+      filterCases(listedCases(db, tenantId).select(["assignee_id", AMOUNT.as("amount")]), filters),
+      ["created_at", "id"],
+      "asc",
+      at,
+      n,
+    );
+  const statuses = AWAITING_STATUSES.filter((s) => !f.status || f.status === s);
+  const types = [...hoursByType].filter(([type]) => !f.type || f.type === type);
+  let page: DueListRow[] = [];
+  if (position?.kind !== "undue") {
+    const parts = await Promise.all(
+      types.flatMap(([type, hours]) =>
+        statuses.map(async (status) => {
+          const shift = hours * 3_600_000;
+          const at = position && ([new Date(position.at.getTime() - shift), position.id] as const);
+          const found = await rows(at, limit, { ...f, type, status }).execute();
+          return found.map((r) => ({ ...r, due_at: new Date(r.created_at.getTime() + shift) }));
+        }),
+      ),
+    );
+    page = parts.flat().sort(byDue).slice(0, limit);
+  }
+  if (page.length >= limit) return page;
+  const deadlined = types.map(([type]) => type);
+  const rest = rows(
+    position?.kind === "undue" ? [position.at, position.id] : undefined,
+    limit - page.length,
+    f,
+  )
+    // The cases without a deadline: another status, or a type that has none.
+    .where((eb) =>
+      deadlined.length === 0
+        ? eb.lit(true)
+        : eb.not(eb.and([eb("status", "in", [...AWAITING_STATUSES]), eb("type", "in", deadlined)])),
+    );
+  return [...page, ...(await rest.execute()).map((r) => ({ ...r, due_at: null }))];
 }

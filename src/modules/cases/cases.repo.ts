@@ -267,23 +267,64 @@ export function caseStatesUpdate(states: CaseStateWrite[], now: Date): RawBuilde
     WHERE c.id = v.id AND c.tenant_id = v.tenant_id`;
 }
 
+/** A case a starter claimed: its id and the runs of it begun, this one included. */
+export interface StartClaim {
+  id: string;
+  start_attempts: number;
+}
+
 /**
- * Claims up to `limit` cases waiting to start, oldest first, for the rest of the transaction:
- * cases another transaction holds are skipped, so that starters in any number of processes
- * share the work. Tenant checks are not needed: every case runs on its own tenant's workflow.
+ * Claims cases waiting to start, oldest first, for a starter (decision 0011): up to `limit` that
+ * never ran (`fresh`), or the oldest one that did (`again`: a run of it began and never
+ * finished, as when its process died). The statement counts a run of each (`start_attempts`)
+ * and leases them for `leaseSeconds`, and it commits on its own, before the run: a run that ends
+ * its process is counted all the same. Cases another transaction holds, or that another starter
+ * leased, are skipped, so that starters in any number of processes share the work. Tenant
+ * checks are not needed: every case runs on its own tenant's workflow.
  */
-export function claimReceivedCases(tx: Executor, limit: number): Promise<CaseRow[]> {
-  return tx
-    .selectFrom("cases")
-    .selectAll()
-    .where("status", "=", "received")
-    .where("current_node_id", "is not", null)
-    .orderBy("created_at")
-    .orderBy("id")
-    .limit(limit)
-    .forUpdate()
-    .skipLocked()
-    .execute();
+export async function claimReceivedCases(
+  db: Executor,
+  which: "fresh" | "again",
+  limit: number,
+  leaseSeconds: number,
+): Promise<StartClaim[]> {
+  const ran = which === "fresh" ? sql`start_attempts = 0` : sql`start_attempts > 0`;
+  const { rows } = await sql<StartClaim>`
+    WITH next AS (
+      SELECT id FROM cases
+      WHERE status = 'received' AND current_node_id IS NOT NULL AND ${ran}
+        AND (start_claimed_until IS NULL OR start_claimed_until < now())
+      ORDER BY created_at, id
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE cases c
+    SET start_attempts = c.start_attempts + 1,
+        start_claimed_until = now() + make_interval(secs => ${leaseSeconds})
+    FROM next WHERE c.id = next.id
+    RETURNING c.id, c.start_attempts`.execute(db);
+  return rows;
+}
+
+/** Whether a case whose run began and never finished waits to be claimed again. */
+export async function hasReceivedCaseToRunAgain(db: Executor): Promise<boolean> {
+  const { rows } = await sql`
+    SELECT 1 FROM cases
+    WHERE status = 'received' AND current_node_id IS NOT NULL AND start_attempts > 0
+      AND (start_claimed_until IS NULL OR start_claimed_until < now())
+    ORDER BY created_at, id
+    LIMIT 1`.execute(db);
+  return rows.length > 0;
+}
+
+/**
+ * Locks claimed cases for the rest of the transaction, leaving out those no longer waiting to
+ * start or claimed again since (their lease ran out and another starter counted a run).
+ */
+export async function lockClaimedCases(tx: Executor, claims: StartClaim[]): Promise<CaseRow[]> {
+  const attempts = new Map(claims.map((c) => [c.id, c.start_attempts]));
+  const rows = await lockCases(tx, [...attempts.keys()]);
+  return rows.filter((r) => r.status === "received" && r.start_attempts === attempts.get(r.id));
 }
 
 /** What other modules need to know of a case to act on it: its tenant, type, status, dry run. */

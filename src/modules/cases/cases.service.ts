@@ -73,7 +73,7 @@ async function collect(
     problems.push(...(err.details ?? [{ path: "workflowId", message: err.message }]));
   }
   if (wf && input.payload !== undefined) {
-    for (const p of wf.validatePayload(input.payload)) {
+    for (const p of await wf.validatePayload(input.payload, ctx.config.evaluationDeadlineMs)) {
       problems.push({ path: p.path.startsWith("payload") ? p.path : `payload${p.path}`, message: p.message });
     }
   }

@@ -32,6 +32,11 @@ export interface CasesTable {
   // added by cases/0014_casework
   assignee_id: string | null;
   assigned_at: Timestamp | null;
+  // added by cases/0013_case_start_attempts
+  /** Runs of the case from `received` begun by a starter; a run that commits moves it on. */
+  start_attempts: Generated<number>;
+  /** Until when the starter that counted the last run holds it before running it. */
+  start_claimed_until: Timestamp | null;
 }
 
 /** An internal comment on a case, between the tenant's analysts. */

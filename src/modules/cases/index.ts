@@ -23,14 +23,22 @@ export {
   type ResultEnvelope,
 } from "./case-events.js";
 export {
+  /** The statuses a review deadline applies to (in review, waiting). */
+  AWAITING_STATUSES,
   /** The filters of the "All cases" view. */
   type CaseFilters,
   /** A position in the "All cases" view (newest first). */
   type CaseKeyset,
   /** A case as the "All cases" view lists it. */
   type CaseListRow,
+  /** A position in a list of cases by due date. */
+  type DueKeyset,
+  /** A case of a list by due date, with its due time. */
+  type DueListRow,
   /** One page of the tenant's cases, every status, filtered, newest first, after a keyset position. */
   listCases,
+  /** One page of the tenant's cases by due date, the most overdue first, then those without a deadline. */
+  listCasesByDue,
 } from "./case-search.repo.js";
 export {
   /** Closes a case for good */
@@ -53,7 +61,7 @@ export {
   casesDecided,
   /** The tenant's cases of a workflow accepted in a window, dry runs left out (a subquery). */
   casesOfWorkflow,
-  /** Claims up to `limit` cases waiting to start, oldest first, for the rest of the transaction */
+  /** Claims cases waiting to start, oldest first: counts a run of each and leases them, committed before the run */
   claimReceivedCases,
   /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */
   findCase,
@@ -63,12 +71,18 @@ export {
   findCases,
   /** The tenant owning a case, for operator routes that address a case by id alone. */
   findCaseTenant,
+  /** Whether a case whose run began and never finished waits to be claimed again. */
+  hasReceivedCaseToRunAgain,
   /** Reads and locks the case for the rest of the transaction */
   lockCase,
   /** Reads and locks the cases (the engine's batches). */
   lockCases,
+  /** Locks the cases a starter claimed, those still waiting to start at the claim's count. */
+  lockClaimedCases,
   /** What a new case's insert notifies on the jobs channel, so that idle starters wake at once. */
   START_NOTIFICATION,
+  /** A case a starter claimed, with the runs of it begun. */
+  type StartClaim,
   /** Writes some columns of one of the tenant's cases. */
   updateCase,
 } from "./cases.repo.js";

@@ -4,16 +4,18 @@ import { badRequest } from "../../platform/errors.js";
 import { CASE_STATUSES, CASE_TYPES, DECISION_VALUES } from "../case-model/index.js";
 import {
   type CaseFilters,
-  type CaseKeyset,
   type CaseListRow,
+  type DueListRow,
   getCaseFilters,
   getReviewSlas,
   listCases,
+  listCasesByDue,
 } from "../cases/index.js";
 import { casesTagged, getTagOptions } from "../tags/index.js";
 import { getUsers } from "../users/index.js";
 import { getWorkflows } from "../workflows/index.js";
 import { utcDay as day } from "./form.js";
+import { decodeCursor, encodeCursor, sortOf, withDue } from "./list-order.js";
 
 export const ALL_PAGE_SIZE = 50;
 
@@ -30,6 +32,8 @@ export interface AllCasesQuery {
   to?: string;
   amountMin?: string;
   amountMax?: string;
+  /** `due`: by due date, the most overdue first; else newest first. */
+  sort?: string;
   cursor?: string;
 }
 
@@ -55,9 +59,6 @@ export interface AllCasesPage {
   query: string;
 }
 
-/** Statuses whose case still waits for an analyst or an outside answer: the ones a deadline applies to. */
-const AWAITING = new Set(["in_review", "waiting"]);
-
 function oneOf(value: string | undefined, allowed: readonly string[], what: string): string | undefined {
   if (!value) return undefined;
   if (!allowed.includes(value)) throw badRequest(`unknown ${what} "${value.slice(0, 100)}"`);
@@ -68,19 +69,6 @@ function amount(value: string | undefined, what: string): number | undefined {
   if (!value) return undefined;
   if (!/^\d{1,15}(\.\d{1,6})?$/.test(value)) throw badRequest(`${what} is not an amount`);
   return Number(value);
-}
-
-function encodeCursor(row: CaseListRow): string {
-  return Buffer.from(`${row.created_at.toISOString()}|${row.id}`).toString("base64url");
-}
-
-function decodeCursor(cursor: string): CaseKeyset {
-  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
-  const createdAt = at ? new Date(at) : undefined;
-  if (!createdAt || Number.isNaN(createdAt.getTime()) || !id || !isUuid(id)) {
-    throw badRequest("this page link is not one the console made");
-  }
-  return { createdAt, id };
 }
 
 /** The words of a search, each kept to letters and digits (what a name's words are made of). */
@@ -95,6 +83,13 @@ export function searchWords(q: string): string[] {
 
 const newestFirst = (a: CaseListRow, b: CaseListRow) =>
   b.created_at.getTime() - a.created_at.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+
+/** By due date (those without one last, oldest first), as `listCasesByDue` orders each part. */
+const dueFirst = (a: Partial<DueListRow> & CaseListRow, b: Partial<DueListRow> & CaseListRow) => {
+  if (a.due_at && b.due_at) return a.due_at.getTime() - b.due_at.getTime() || (a.id < b.id ? -1 : 1);
+  if (a.due_at || b.due_at) return a.due_at ? -1 : 1;
+  return a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : 1);
+};
 
 /**
  * Every case of the tenant, filtered and searched, newest first. A search runs one query per
@@ -125,9 +120,21 @@ export async function allCases(
     amountMax: amount(query.amountMax, "the highest amount"),
     among: tag ? [casesTagged(ctx.db.root, tenantId, tag)] : [],
   };
-  const position = query.cursor ? decodeCursor(query.cursor) : undefined;
+  const sort = sortOf(query.sort);
+  const position = query.cursor ? decodeCursor(query.cursor, sort) : undefined;
   const limit = ALL_PAGE_SIZE + 1;
-  const list = (f: CaseFilters) => listCases(ctx.db.root, tenantId, f, limit, position);
+  const slas = await getReviewSlas(ctx, tenantId);
+  const list = (f: CaseFilters): Promise<CaseListRow[]> => {
+    if (position?.kind === "created" || sort === "")
+      return listCases(
+        ctx.db.root,
+        tenantId,
+        f,
+        limit,
+        position && { createdAt: position.at, id: position.id },
+      );
+    return listCasesByDue(ctx.db.root, tenantId, f, slas, limit, position);
+  };
 
   let found: Promise<CaseListRow[]>;
   if (q === "") {
@@ -148,12 +155,11 @@ export async function allCases(
     ];
     found = Promise.all(parts).then((lists) => {
       const byId = new Map(lists.flat().map((r) => [r.id, r]));
-      return [...byId.values()].sort(newestFirst).slice(0, limit);
+      return [...byId.values()].sort(sort === "due" ? dueFirst : newestFirst).slice(0, limit);
     });
   }
-  const [rows, slas, workflows, tags, users, saved] = await Promise.all([
+  const [rows, workflows, tags, users, saved] = await Promise.all([
     found,
-    getReviewSlas(ctx, tenantId),
     getWorkflows(ctx, tenantId),
     getTagOptions(ctx, tenantId),
     getUsers(ctx, tenantId),
@@ -174,18 +180,12 @@ export async function allCases(
     to: query.to ?? "",
     amountMin: query.amountMin ?? "",
     amountMax: query.amountMax ?? "",
+    sort,
   };
   return {
     form,
-    rows: page.map((row) => {
-      const hours = slas.get(row.type);
-      const dueAt =
-        hours !== undefined && AWAITING.has(row.status)
-          ? new Date(row.created_at.getTime() + hours * 3_600_000)
-          : null;
-      return { ...row, dueAt, overdue: dueAt !== null && dueAt.getTime() < now };
-    }),
-    nextCursor: rows.length > ALL_PAGE_SIZE && last ? encodeCursor(last) : null,
+    rows: page.map((row) => withDue(row, slas, now)),
+    nextCursor: rows.length > ALL_PAGE_SIZE && last ? encodeCursor(last, sort) : null,
     paged: position !== undefined,
     workflows: workflows.map((w) => w.workflowId),
     tags: tags.map((t) => t.tag),

@@ -1,16 +1,17 @@
-import type { AppContext } from "../../platform/context.js";
+import type { InSameTransaction } from "../../platform/db/index.js";
 import { type ConsoleSession, insertAudit } from "../users/index.js";
 
 /**
- * Records a console change made through another feature's service. That service commits in a
- * transaction of its own, so the entry is written right after it (see the decision record).
+ * The audit row of a console change made through another feature's service, written in that
+ * service's transaction (`also`), after the change and from its result: the change and its row
+ * commit together or not at all (decision 0015).
  */
-export async function audit(
-  ctx: AppContext,
+export function audited<R>(
   session: ConsoleSession,
   action: string,
-  target: string,
-  change: { before?: unknown; after?: unknown } = {},
-): Promise<void> {
-  await insertAudit(ctx.db.root, session, action, target, change);
+  target: string | ((result: R) => string),
+  change: (result: R) => { before?: unknown; after?: unknown } = () => ({}),
+): InSameTransaction<R> {
+  return (tx, result) =>
+    insertAudit(tx, session, action, typeof target === "string" ? target : target(result), change(result));
 }

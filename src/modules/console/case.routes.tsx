@@ -16,7 +16,7 @@ import {
 } from "../rfi/index.js";
 import { applyTag, removeTag } from "../tags/index.js";
 import { workerOf } from "./all-cases.routes.js";
-import { audit } from "./audit.js";
+import { audited } from "./audit.js";
 import { actorNames, caseScreen } from "./case.service.js";
 import { pageOf, problemOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
@@ -255,10 +255,14 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const session = sessionOf(request);
     const { caseId, rfiId } = request.params;
     await getCase(ctx, session.tenantId, caseId);
-    const after = await remindRequest(ctx, caseId, rfiId);
-    await audit(ctx, session, "rfi.remind", `rfi:${rfiId}`, {
-      after: { reminderCount: after.reminderCount },
-    });
+    await remindRequest(
+      ctx,
+      caseId,
+      rfiId,
+      audited(session, "rfi.remind", `rfi:${rfiId}`, (after) => ({
+        after: { reminderCount: after.reminderCount },
+      })),
+    );
     return seeOther(reply, done(caseId, "reminded", "rfi"));
   });
 
@@ -266,11 +270,16 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const session = sessionOf(request);
     const { caseId, rfiId } = request.params;
     await getCase(ctx, session.tenantId, caseId);
-    const after = await cancelRequest(ctx, caseId, rfiId, session.userId);
-    await audit(ctx, session, "rfi.cancel", `rfi:${rfiId}`, {
-      before: { status: "pending" },
-      after: { status: after.status },
-    });
+    await cancelRequest(
+      ctx,
+      caseId,
+      rfiId,
+      session.userId,
+      audited(session, "rfi.cancel", `rfi:${rfiId}`, (after) => ({
+        before: { status: "pending" },
+        after: { status: after.status },
+      })),
+    );
     return seeOther(reply, done(caseId, "cancelled", "rfi"));
   });
 
@@ -286,18 +295,18 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const documents = form.list("uploadId").map((uploadId) => ({ uploadId }));
     if (fields.length === 0 && documents.length === 0)
       throw badRequest("an answer needs a field or a document");
-    const result = await answerRequest(
+    await answerRequest(
       ctx,
       session.tenantId,
       caseId,
       rfiId,
       { kind: "analyst", userId: session.userId },
       { fields, documents },
+      audited(session, "rfi.answer", `rfi:${rfiId}`, (result) => ({
+        before: { status: "pending" },
+        after: { status: result.status, fieldCount: result.fieldCount, documentCount: result.documentCount },
+      })),
     );
-    await audit(ctx, session, "rfi.answer", `rfi:${rfiId}`, {
-      before: { status: "pending" },
-      after: { status: result.status, fieldCount: result.fieldCount, documentCount: result.documentCount },
-    });
     return seeOther(reply, done(caseId, "answered", "rfi"));
   });
 

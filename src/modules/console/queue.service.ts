@@ -1,9 +1,18 @@
 import type { AppContext } from "../../platform/context.js";
 import { badRequest } from "../../platform/errors.js";
 import { CASE_TYPES } from "../case-model/index.js";
-import { countQueue, listQueue, QUEUE_STATUSES, type QueueRow, type QueueStatus } from "../cases/index.js";
+import {
+  countQueue,
+  getReviewSlas,
+  listCasesByDue,
+  listQueue,
+  QUEUE_STATUSES,
+  type QueueRow,
+  type QueueStatus,
+} from "../cases/index.js";
 import { casesTagged, getTagOptions } from "../tags/index.js";
 import { getWorkflows } from "../workflows/index.js";
+import { decodeCursor, encodeCursor, sortOf, withDue } from "./list-order.js";
 
 export const PAGE_SIZE = 50;
 export const COUNT_CAP = 1000;
@@ -18,31 +27,20 @@ export interface QueueQuery {
   workflowId?: string;
   tag?: string;
   age?: string;
+  /** `due`: by due date, the most overdue first; else oldest first. */
+  sort?: string;
   cursor?: string;
 }
 
 export interface QueuePage {
-  filters: { status: QueueStatus; type: string; workflowId: string; tag: string; age: string };
-  rows: QueueRow[];
+  filters: { status: QueueStatus; type: string; workflowId: string; tag: string; age: string; sort: string };
+  rows: Array<QueueRow & { dueAt: Date | null; overdue: boolean }>;
   counts: Record<QueueStatus, number>;
   nextCursor: string | null;
   /** Past the first page. */
   paged: boolean;
   workflows: string[];
   tags: string[];
-}
-
-function encodeCursor(row: QueueRow): string {
-  return Buffer.from(`${row.created_at.toISOString()}|${row.id}`).toString("base64url");
-}
-
-function decodeCursor(cursor: string): { createdAt: Date; id: string } {
-  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
-  const createdAt = at ? new Date(at) : undefined;
-  if (!createdAt || Number.isNaN(createdAt.getTime()) || !id || !/^[0-9a-f-]{36}$/.test(id)) {
-    throw badRequest("this page link is not one the console made");
-  }
-  return { createdAt, id };
 }
 
 function oneOf<T extends string>(
@@ -55,40 +53,46 @@ function oneOf<T extends string>(
   return value as T;
 }
 
-/** The review queue of a tenant: one status at a time, oldest first, filtered and paged. */
+/** The review queue of a tenant: one status at a time, oldest first (or by due date), filtered and paged. */
 export async function reviewQueue(ctx: AppContext, tenantId: string, q: QueueQuery): Promise<QueuePage> {
   const status = oneOf(q.status, QUEUE_STATUSES, "status") ?? "in_review";
   const type = oneOf(q.type, CASE_TYPES, "case type");
   const age = oneOf(q.age, Object.keys(AGES) as Age[], "age");
   const workflowId = q.workflowId?.slice(0, 200) || undefined;
   const tag = q.tag?.slice(0, 64) || undefined;
-  const after = q.cursor ? decodeCursor(q.cursor) : undefined;
+  const sort = sortOf(q.sort);
+  const after = q.cursor ? decodeCursor(q.cursor, sort) : undefined;
   const createdTo = age ? new Date(Date.now() - AGES[age] * 3_600_000) : undefined;
+  const slas = await getReviewSlas(ctx, tenantId);
+  const filters = {
+    status,
+    type,
+    workflowId,
+    createdTo,
+    among: tag ? [casesTagged(ctx.db.root, tenantId, tag)] : undefined,
+  };
   const [rows, counts, workflows, tags] = await Promise.all([
-    listQueue(
-      ctx.db.root,
-      tenantId,
-      {
-        status,
-        type,
-        workflowId,
-        createdTo,
-        among: tag ? [casesTagged(ctx.db.root, tenantId, tag)] : undefined,
-      },
-      PAGE_SIZE + 1,
-      after,
-    ),
+    after?.kind === "created" || sort === ""
+      ? listQueue(
+          ctx.db.root,
+          tenantId,
+          filters,
+          PAGE_SIZE + 1,
+          after && { createdAt: after.at, id: after.id },
+        )
+      : listCasesByDue(ctx.db.root, tenantId, filters, slas, PAGE_SIZE + 1, after),
     countQueue(ctx.db.root, tenantId, COUNT_CAP),
     getWorkflows(ctx, tenantId),
     getTagOptions(ctx, tenantId),
   ]);
   const page = rows.slice(0, PAGE_SIZE);
   const last = page.at(-1);
+  const now = Date.now();
   return {
-    filters: { status, type: type ?? "", workflowId: workflowId ?? "", tag: tag ?? "", age: age ?? "" },
-    rows: page,
+    filters: { status, type: type ?? "", workflowId: workflowId ?? "", tag: tag ?? "", age: age ?? "", sort },
+    rows: page.map((row) => withDue(row, slas, now)),
     counts,
-    nextCursor: rows.length > PAGE_SIZE && last ? encodeCursor(last) : null,
+    nextCursor: rows.length > PAGE_SIZE && last ? encodeCursor(last, sort) : null,
     paged: after !== undefined,
     workflows: workflows.map((w) => w.workflowId),
     tags: tags.map((t) => t.tag),

@@ -23,7 +23,7 @@ import {
   removeWebhookConfig,
   sendTestEvent,
 } from "../webhooks/index.js";
-import { audit } from "./audit.js";
+import { audited } from "./audit.js";
 import { pageOf, problemOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
 import type { FormProblem, PageContext } from "./views/layout.js";
@@ -99,13 +99,21 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
   scope.post("/settings/api-keys", { config: keys }, async (request, reply) => {
     const session = sessionOf(request);
     const form = formOf(request);
-    const created = await createApiKey(ctx, session.tenantId, {
-      name: form.text("name"),
-      scopes: form.list("scopes"),
-      expiresAt: utcInput(form.text("expiresAt"), "the expiry") ?? null,
-    });
-    const { key: _shownOnce, ...recorded } = created;
-    await audit(ctx, session, "apikey.create", `apikey:${created.keyId}`, { after: recorded });
+    const created = await createApiKey(
+      ctx,
+      session.tenantId,
+      {
+        name: form.text("name"),
+        scopes: form.list("scopes"),
+        expiresAt: utcInput(form.text("expiresAt"), "the expiry") ?? null,
+      },
+      audited(
+        session,
+        "apikey.create",
+        (key) => `apikey:${key.keyId}`,
+        (key) => ({ after: key }),
+      ),
+    );
     // The value is in this answer only: never in a URL, a log or a later page.
     const list = await getApiKeys(ctx, session.tenantId);
     return sendPage(reply, <ApiKeysView page={pageOf(request, reply)} keys={list} created={created} />, 201);
@@ -117,9 +125,12 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
     keys,
     "/console/settings/api-keys?done=key-deleted",
     async (session, { params: { keyId } }) => {
-      const before = (await getApiKeys(ctx, session.tenantId)).find((k) => k.keyId === keyId);
-      await removeApiKey(ctx, session.tenantId, keyId);
-      await audit(ctx, session, "apikey.delete", `apikey:${keyId}`, { before });
+      await removeApiKey(
+        ctx,
+        session.tenantId,
+        keyId,
+        audited(session, "apikey.delete", `apikey:${keyId}`, (before) => ({ before })),
+      );
     },
   );
 
@@ -136,12 +147,16 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
       const form = formOf(request);
       const tag = form.raw("tag");
       const enabled = form.text("enabled") !== "false";
-      const before = (await getTagOptions(ctx, session.tenantId)).find((o) => o.tag === tag);
-      const after = await setTagOption(ctx, session.tenantId, tag, enabled);
-      await audit(ctx, session, "tag_option.set", `tag:${tag}`, {
-        before: before ? { enabled: before.enabled } : undefined,
-        after: { enabled: after.enabled },
-      });
+      await setTagOption(
+        ctx,
+        session.tenantId,
+        tag,
+        enabled,
+        audited(session, "tag_option.set", `tag:${tag}`, ({ before, after }) => ({
+          before: before ? { enabled: before.enabled } : undefined,
+          after: { enabled: after.enabled },
+        })),
+      );
     },
   );
 
@@ -177,9 +192,6 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
     webhooksPage(request, reply, request.query),
   );
 
-  const configOf = async (tenantId: string, webhookKey: string) =>
-    (await getWebhookConfigs(ctx, tenantId)).find((c) => c.webhookKey === webhookKey);
-
   scope.post("/settings/webhooks", { config: hooks }, async (request, reply) => {
     const session = sessionOf(request);
     const form = formOf(request);
@@ -193,14 +205,18 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
         ? [{ id: secretId }]
         : undefined;
     try {
-      const before = await configOf(session.tenantId, webhookKey);
-      const after = await putWebhookConfig(ctx, session.tenantId, webhookKey, {
-        url: form.text("url"),
-        ...(secrets ? { secrets, activeSecretId: secretId || null } : {}),
-        maxAttempts: positiveInt(form.text("maxAttempts"), "maxAttempts"),
-        timeoutMs: positiveInt(form.text("timeoutMs"), "timeoutMs"),
-      });
-      await audit(ctx, session, "webhook.set", `webhook:${webhookKey}`, { before, after });
+      await putWebhookConfig(
+        ctx,
+        session.tenantId,
+        webhookKey,
+        {
+          url: form.text("url"),
+          ...(secrets ? { secrets, activeSecretId: secretId || null } : {}),
+          maxAttempts: positiveInt(form.text("maxAttempts"), "maxAttempts"),
+          timeoutMs: positiveInt(form.text("timeoutMs"), "timeoutMs"),
+        },
+        audited(session, "webhook.set", `webhook:${webhookKey}`, (change) => change),
+      );
     } catch (error) {
       const values = Object.fromEntries(
         ["webhookKey", "url", "secretId", "maxAttempts", "timeoutMs"].map((f) => [f, form.text(f)]),
@@ -223,9 +239,12 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
     hooks,
     "/console/settings/webhooks?done=webhook-deleted",
     async (session, { params: { webhookKey } }) => {
-      const before = await configOf(session.tenantId, webhookKey);
-      await removeWebhookConfig(ctx, session.tenantId, webhookKey);
-      await audit(ctx, session, "webhook.delete", `webhook:${webhookKey}`, { before });
+      await removeWebhookConfig(
+        ctx,
+        session.tenantId,
+        webhookKey,
+        audited(session, "webhook.delete", `webhook:${webhookKey}`, (before) => ({ before })),
+      );
     },
   );
 
@@ -235,8 +254,12 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
     hooks,
     "/console/settings/webhooks?done=test-sent",
     async (session, { params: { webhookKey } }) => {
-      const eventId = await sendTestEvent(ctx, session.tenantId, webhookKey);
-      await audit(ctx, session, "webhook.test", `webhook:${webhookKey}`, { after: { eventId } });
+      await sendTestEvent(
+        ctx,
+        session.tenantId,
+        webhookKey,
+        audited(session, "webhook.test", `webhook:${webhookKey}`, (eventId) => ({ after: { eventId } })),
+      );
     },
   );
 
@@ -252,11 +275,14 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
       });
       if (!original || original.tenantId !== session.tenantId)
         throw new AppError("not_found", "webhook delivery not found");
-      const created = await redeliver(ctx, deliveryId);
-      await audit(ctx, session, "webhook.redeliver", `delivery:${deliveryId}`, {
-        before: { status: original.status },
-        after: { deliveryId: created.deliveryId, webhookId: created.webhookId },
-      });
+      await redeliver(
+        ctx,
+        deliveryId,
+        audited(session, "webhook.redeliver", `delivery:${deliveryId}`, (r) => ({
+          before: { status: r.status },
+          after: { deliveryId: r.deliveryId, webhookId: r.webhookId },
+        })),
+      );
     },
   );
 

@@ -6,28 +6,34 @@ import { getAttributesOf } from "../attributes/index.js";
 import {
   type CaseRow,
   claimReceivedCases,
-  findCaseTenant,
-  lockCase,
+  hasReceivedCaseToRunAgain,
+  lockClaimedCases,
   START_NOTIFICATION,
+  type StartClaim,
   updateCase,
 } from "../cases/index.js";
 import { runChain } from "./chain.js";
 import { commit, type Planned, workflowOf } from "./plan.js";
+import { failStrandedCase } from "./resume.js";
 import { stepJob } from "./step-jobs.js";
 
 /** New cases one starter transaction runs at most. */
 export const START_BATCH = 64;
 /** How long a lane other than the first sleeps when idle and no case is inserted. */
 const IDLE_LANE_MS = 30_000;
+/** How often the first lane looks for a case whose run began and never finished. */
+const AGAIN_CHECK_MS = 1_000;
 
 /**
- * Runs new cases (decision 0011). A starter takes up to START_BATCH `received` cases with
- * `FOR UPDATE SKIP LOCKED` and runs each from its start node in that same transaction, which is
- * therefore the case's claim, its run and its record at once: no job row to insert, lease and
- * delete per case. A crash rolls the transaction back and the cases are `received` again for any
- * starter. A case that fails to run on its own (an unexpected error) is handed to an
- * `engine.step` job, whose attempts, backoff and final failure (`case.failed`) are the
- * job queue's (decision 0002).
+ * Runs new cases (decision 0011). A starter claims up to START_BATCH `received` cases in one
+ * statement that commits (`FOR UPDATE SKIP LOCKED`, a run of each counted, a short lease), then
+ * runs them from their start nodes in one transaction, which is their run and their record at
+ * once: no job row to insert, lease and delete per case. A crash rolls that transaction back;
+ * once the lease runs out the cases are claimed again, and a case claimed again runs alone, so
+ * that a case that kills its process fails (after `caseCrashLimit` runs) without taking the
+ * others with it. A case that fails to run on its own (an unexpected error) is handed to an
+ * `engine.step` job, whose attempts, backoff and final failure (`case.failed`) are the job
+ * queue's (decision 0002).
  */
 export class CaseStarter {
   readonly #lanes: number;
@@ -37,6 +43,8 @@ export class CaseStarter {
   #missed = false;
   #loops: Promise<void>[] = [];
   #unlisten: (() => Promise<void>) | undefined;
+  readonly #gate = new Gate();
+  #nextAgainCheck = 0;
 
   constructor(private readonly ctx: AppContext) {
     // Starters spend their time in the database; a few lanes overlap its round trips.
@@ -83,13 +91,13 @@ export class CaseStarter {
   async #run(lane: number): Promise<void> {
     const idleMs = lane === 0 ? this.ctx.config.jobPollMs : IDLE_LANE_MS;
     while (!this.#stopped) {
-      let started = 0;
+      let more = false;
       try {
-        started = await this.#startBatch();
+        more = await this.#startBatch(lane);
       } catch (err) {
         this.ctx.log.error({ err }, "starting cases failed");
       }
-      if (started === START_BATCH) {
+      if (more) {
         // More are waiting (a backlog): every lane takes its share.
         this.#wakeAll();
         continue;
@@ -110,30 +118,76 @@ export class CaseStarter {
     }
   }
 
-  /** One transaction: claims received cases and runs them; on failure, each again on its own. */
-  async #startBatch(): Promise<number> {
-    let ids: string[] = [];
+  /**
+   * Claims cases never run (a statement that commits a run of each, and their lease), then runs
+   * them together in one transaction; on failure, each again on its own. The first lane also
+   * looks, at most once a second, for a case whose run began and never finished (its process
+   * died, perhaps because of the case itself): such a case is claimed and run alone in the
+   * process, no other batch running beside it, so that a crash then counts against it alone;
+   * past the crash limit it fails instead. True when more cases may be waiting.
+   */
+  async #startBatch(lane: number): Promise<boolean> {
+    if (lane === 0 && Date.now() >= this.#nextAgainCheck) {
+      this.#nextAgainCheck = Date.now() + AGAIN_CHECK_MS;
+      if (await hasReceivedCaseToRunAgain(this.ctx.db.root)) {
+        const ranAgain = await this.#gate.exclusive(() => this.#startAgain());
+        if (ranAgain) return true;
+      }
+    }
+    return this.#gate.shared(() => this.#startFresh());
+  }
+
+  /** One case claimed again, run alone (or failed past the crash limit); false when none was. */
+  async #startAgain(): Promise<boolean> {
+    const [claim] = await claimReceivedCases(this.ctx.db.root, "again", 1, this.ctx.config.jobLeaseSeconds);
+    if (!claim) return false;
+    // Checked again soon: after a crash there are usually several.
+    this.#nextAgainCheck = 0;
+    if (claim.start_attempts > this.ctx.config.caseCrashLimit) await this.#failCrashed(claim);
+    else await this.#startAlone(claim);
+    return true;
+  }
+
+  async #startFresh(): Promise<boolean> {
+    const claims = await claimReceivedCases(
+      this.ctx.db.root,
+      "fresh",
+      START_BATCH,
+      this.ctx.config.jobLeaseSeconds,
+    );
+    if (claims.length === 0) return false;
     const started = performance.now();
     // Each case's first run counts as one `engine.start` run, timed as its batch.
     const observe = (outcome: "done" | "failed") => {
       const seconds = (performance.now() - started) / 1000;
-      for (let i = 0; i < ids.length; i++) jobRuns.observe({ kind: "engine.start", outcome }, seconds);
+      for (let i = 0; i < claims.length; i++) jobRuns.observe({ kind: "engine.start", outcome }, seconds);
     };
     try {
-      const count = await this.ctx.db.transaction(async (tx) => {
-        const rows = await claimReceivedCases(tx, START_BATCH);
-        ids = rows.map((r) => r.id);
-        await this.#runCases(tx, rows);
-        return rows.length;
+      await this.ctx.db.transaction(async (tx) => {
+        await this.#runCases(tx, await lockClaimedCases(tx, claims));
       });
       observe("done");
-      return count;
-    } catch (err) {
+    } catch {
       observe("failed");
-      if (ids.length === 0) throw err;
-      for (const row of ids) await this.#startAlone(row);
-      return ids.length;
+      for (const claim of claims) await this.#startAlone(claim);
     }
+    return claims.length === START_BATCH;
+  }
+
+  /** A case whose runs ended their process `caseCrashLimit` times fails (`case.failed`). */
+  async #failCrashed(claim: StartClaim): Promise<void> {
+    const crashes = claim.start_attempts - 1;
+    await this.ctx.db.transaction(async (tx) => {
+      const [row] = await lockClaimedCases(tx, [claim]);
+      if (!row) return;
+      this.ctx.log.warn({ caseId: row.id, tenantId: row.tenant_id, crashes }, "a case crashed its worker");
+      await failStrandedCase(
+        this.ctx,
+        tx,
+        { tenantId: row.tenant_id, caseId: row.id },
+        `the case's run ended its worker process ${crashes} times without finishing; it is not run again`,
+      );
+    });
   }
 
   async #runCases(tx: Tx, rows: CaseRow[]): Promise<void> {
@@ -155,17 +209,16 @@ export class CaseStarter {
     await commit(tx, planned);
   }
 
-  /** A case of a failed batch, run alone; if it fails again, a step job retries it with backoff. */
-  async #startAlone(caseId: string): Promise<void> {
+  /** A case run alone; if it fails, a step job retries it with backoff. */
+  async #startAlone(claim: StartClaim): Promise<void> {
     try {
       await this.ctx.db.transaction(async (tx) => {
-        const row = await lockReceived(tx, caseId);
-        if (row) await this.#runCases(tx, [row]);
+        await this.#runCases(tx, await lockClaimedCases(tx, [claim]));
       });
     } catch (err) {
-      this.ctx.log.warn({ err, caseId }, "starting a case failed; its first step will be retried");
+      this.ctx.log.warn({ err, caseId: claim.id }, "starting a case failed; its first step will be retried");
       await this.ctx.db.transaction(async (tx) => {
-        const row = await lockReceived(tx, caseId);
+        const [row] = await lockClaimedCases(tx, [claim]);
         if (!row || row.current_node_id === null) return;
         await updateCase(tx, row.tenant_id, row.id, { status: "running" });
         await enqueue(tx, stepJob(row.tenant_id, row.id, row.step_seq + 1, row.current_node_id));
@@ -174,9 +227,49 @@ export class CaseStarter {
   }
 }
 
-async function lockReceived(tx: Tx, caseId: string): Promise<CaseRow | undefined> {
-  const tenantId = await findCaseTenant(tx, caseId);
-  if (!tenantId) return undefined;
-  const locked = await lockCase(tx, tenantId, caseId);
-  return locked?.status === "received" ? locked : undefined;
+/**
+ * The lanes of one process: fresh batches run side by side (shared); a case run again runs with
+ * nothing else of the starter beside it (exclusive), and lanes wanting to share wait while one
+ * waits for that.
+ */
+class Gate {
+  #shared = 0;
+  #exclusive = false;
+  #exclusiveWaiting = 0;
+  #waiters: Array<() => void> = [];
+
+  async shared<T>(run: () => Promise<T>): Promise<T> {
+    while (this.#exclusive || this.#exclusiveWaiting > 0) await this.#wait();
+    this.#shared++;
+    try {
+      return await run();
+    } finally {
+      this.#shared--;
+      this.#wakeAll();
+    }
+  }
+
+  async exclusive<T>(run: () => Promise<T>): Promise<T> {
+    this.#exclusiveWaiting++;
+    try {
+      while (this.#exclusive || this.#shared > 0) await this.#wait();
+    } finally {
+      this.#exclusiveWaiting--;
+    }
+    this.#exclusive = true;
+    try {
+      return await run();
+    } finally {
+      this.#exclusive = false;
+      this.#wakeAll();
+    }
+  }
+
+  #wait(): Promise<void> {
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  #wakeAll(): void {
+    for (const wake of this.#waiters.splice(0)) wake();
+  }
 }

@@ -1,6 +1,6 @@
 import type { AppContext } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
-import type { Tx } from "../../platform/db/index.js";
+import type { Executor, Tx } from "../../platform/db/index.js";
 import type { ClaimToken } from "../../platform/jobs.js";
 import type { DecisionEntry } from "../case-model/index.js";
 import type { CaseRow } from "../cases/index.js";
@@ -17,14 +17,34 @@ import {
   type NodeInput,
   type NodeOutcome,
   type NodeType,
+  Offloads,
+  ThreadNeeded,
   withListLookups,
+  withOffloads,
 } from "../workflows/index.js";
 import { emptyPlan, failCase, nodeCaseOf, nodeOf, type Planned, stepRecord, variablesOf } from "./plan.js";
 import { AttributeReads } from "./recorded-inputs.js";
-import { CALL_JOB, stepJob, waitTimeoutJob } from "./step-jobs.js";
+import { CALL_JOB, type EvaluationJobPayload, evaluationJob, stepJob, waitTimeoutJob } from "./step-jobs.js";
 
 /** How many rounds of list lookups one node evaluation may ask for. */
 const LOOKUP_ROUNDS = 8;
+/** How many of one node's expressions may go to a thread (each is one more round). */
+export const THREAD_ROUNDS = 16;
+
+/** A node evaluation that handed an expression over to a thread (decision 0024). */
+interface ThreadWanted {
+  kind: "thread";
+  wanted: EvaluationJobPayload["expression"];
+  /** The list answers the node evaluation had learned. */
+  answers: EvaluationJobPayload["answers"];
+}
+
+/** What a node evaluation starts with when an `engine.evaluate` job ran some of it on a thread. */
+export interface ThreadResults {
+  offloads: Offloads;
+  lookups: ListLookups;
+  rounds: number;
+}
 
 /** Answers `inList` probes: undefined for a list the tenant does not have. */
 export type ListAnswers = (probes: ListProbe[]) => Promise<Array<boolean | undefined>>;
@@ -39,7 +59,8 @@ export type EvaluationInput = Omit<NodeInput, "vars">;
  * evaluated again with fresh variables, so that only the last attempt counts (and is metered).
  * What the node read from outside the case is recorded with its step: the list answers (`lists`
  * in its trace entry) and the customer attributes (`attributes`, `attributesAbsent`). A
- * backtest evaluates through here too, with the answers of the case's record.
+ * backtest evaluates through here too, with the answers of the case's record, on the event
+ * loop alone.
  */
 export async function evaluate(
   type: NodeType,
@@ -48,17 +69,40 @@ export async function evaluate(
   vars: () => ExpressionVariables,
   answers: ListAnswers,
 ): Promise<NodeOutcome> {
-  const lookups = new ListLookups();
+  return (await evaluateNode(type, node, input, vars, answers, undefined)) as NodeOutcome;
+}
+
+/**
+ * `evaluate`, in the engine: an expression that passes its allowance on the event loop ends the
+ * evaluation with the expression it handed over (decision 0024). The chain stops there, and an
+ * `engine.evaluate` job evaluates it on a thread, with no transaction open, then the node again
+ * with its result.
+ */
+async function evaluateNode(
+  type: NodeType,
+  node: CompiledNode,
+  input: EvaluationInput,
+  vars: () => ExpressionVariables,
+  answers: ListAnswers,
+  threads: ThreadResults | undefined,
+): Promise<NodeOutcome | ThreadWanted> {
+  const lookups = threads?.lookups ?? new ListLookups();
   let attempt = new AttributeReads();
   try {
     for (let round = 0; ; round++) {
       try {
+        const variables = withListLookups(vars(), lookups);
         const outcome = await type.evaluate(node, {
           ...input,
-          vars: attempt.watch(withListLookups(vars(), lookups)),
+          vars: attempt.watch(threads ? withOffloads(variables, threads.offloads) : variables),
         });
         return withFacts(outcome, lookups, attempt);
       } catch (err) {
+        if (err instanceof ThreadNeeded && threads) {
+          const wanted = threads.offloads.takeWanted();
+          if (!wanted) throw new Error(`node ${node.id} asked for a thread without saying for what`);
+          return { kind: "thread", wanted, answers: lookups.read() };
+        }
         if (!(err instanceof LookupsNeeded)) throw err;
         if (round >= LOOKUP_ROUNDS) {
           throw new NodeEvaluationError(node.id, `read lists more than ${LOOKUP_ROUNDS} times in a row`);
@@ -75,17 +119,18 @@ export async function evaluate(
   }
 }
 
-/** The list answers of the tenant's lists, read in the step's transaction. */
-function liveLists(ctx: AppContext, tx: Tx, tenantId: string): ListAnswers {
+/** The list answers of the tenant's lists, read in the step's transaction (or outside any). */
+export function liveLists(ctx: AppContext, db: Executor, tenantId: string): ListAnswers {
   return async (probes) => {
     if (!ctx.lists) throw new ReadsNoLists();
-    return ctx.lists.contains(tx, tenantId, probes);
+    return ctx.lists.contains(db, tenantId, probes);
   };
 }
 
 class ReadsNoLists extends Error {}
 
-async function lookUp(answers: ListAnswers, lookups: ListLookups, nodeId: string): Promise<void> {
+/** Looks up the list answers an evaluation asked for and did not have. */
+export async function lookUp(answers: ListAnswers, lookups: ListLookups, nodeId: string): Promise<void> {
   const probes = lookups.takeMissing();
   let found: Array<boolean | undefined>;
   try {
@@ -126,6 +171,8 @@ interface ChainStart {
   claim: ClaimToken | undefined;
   /** The result of an external node's call, when the chain starts at that node. */
   called?: { value: unknown };
+  /** The first node's expressions already evaluated on a thread, and how many rounds that took. */
+  threads?: ThreadResults;
 }
 
 /**
@@ -159,13 +206,48 @@ export async function runChain(
       return plan;
     }
     const startedAt = new Date();
-    const outcome = await evaluate(
+    const threads =
+      first && start.threads
+        ? start.threads
+        : { offloads: new Offloads(), lookups: new ListLookups(), rounds: 0 };
+    const evaluated = await evaluateNode(
       type,
       node,
       { ctx, tx, case: kase, seq, ...(first && start.called ? { called: start.called.value } : {}) },
       () => variablesOf(row, start.attributes, outputs),
       liveLists(ctx, tx, row.tenant_id),
+      threads,
     );
+    if (evaluated.kind === "thread" && threads.rounds < THREAD_ROUNDS) {
+      // Like a call outside the service: the chain stops here and a job evaluates the expression
+      // on a thread with no transaction open, then this node again (decision 0024).
+      const job = {
+        ...evaluationJob(row, seq, nodeId, {
+          expression: evaluated.wanted,
+          round: threads.rounds + 1,
+          results: threads.offloads.entries(),
+          answers: evaluated.answers,
+        }),
+        ...(start.claim ? { claimedBy: start.claim } : {}),
+      };
+      plan.write.jobs.push(job);
+      if (start.claim) plan.continuation = job;
+      plan.write.state = {
+        ...plan.write.state,
+        status: "running",
+        stepSeq: seq - 1,
+        currentNodeId: nodeId,
+        nodeOutputs: outputs,
+      };
+      return plan;
+    }
+    const outcome: NodeOutcome =
+      evaluated.kind === "thread"
+        ? {
+            kind: "fail",
+            message: `node ${nodeId} needed a thread for more than ${THREAD_ROUNDS} expressions`,
+          }
+        : evaluated;
     const step = stepRecord(row, { seq, nodeId, nodeType: node.type, startedAt }, outcome);
     plan.write.inserts.push(step);
     plan.write.state = { ...plan.write.state, stepSeq: seq };

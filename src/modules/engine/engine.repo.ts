@@ -209,28 +209,22 @@ function byCase<R extends { case_id: string }>(rows: R[]): Map<string, R[]> {
   return groups;
 }
 
-/** The steps (in order) and waits of the tenant's cases, by case: a backtest's batch of records. */
-export async function recordsOfCases(
+/** The steps of the tenant's cases, by case, each case's in order (a backtest's batch). */
+export async function stepsOfCases(
   db: Executor,
   tenantId: string,
   caseIds: string[],
-): Promise<{ steps: Map<string, StepRow[]>; waits: Map<string, WaitRow[]> }> {
-  const [steps, waits] = await Promise.all([
-    db
-      .selectFrom("case_steps")
-      .selectAll()
-      .where("tenant_id", "=", tenantId)
-      .where("case_id", "in", caseIds)
-      .orderBy("case_id")
-      .orderBy("seq")
-      .execute(),
-    db
-      .selectFrom("case_waits")
-      .selectAll()
-      .where("tenant_id", "=", tenantId)
-      .where("case_id", "in", caseIds)
-      .orderBy("created_at")
-      .execute(),
-  ]);
-  return { steps: byCase(steps), waits: byCase(waits) };
+): Promise<Map<string, StepRow[]>> {
+  return byCase(
+    await findRows(db, "case_steps", { tenant_id: tenantId, case_id: caseIds }, ["case_id", "seq"]),
+  );
+}
+
+/** The waits of the tenant's cases, by case (a backtest's batch). */
+export async function waitsOfCases(
+  db: Executor,
+  tenantId: string,
+  caseIds: string[],
+): Promise<Map<string, WaitRow[]>> {
+  return byCase(await findRows(db, "case_waits", { tenant_id: tenantId, case_id: caseIds }, ["created_at"]));
 }

@@ -6,10 +6,13 @@ import { CaseStarter } from "./case-starter.js";
 import { resolveOpenWaitsOfCase } from "./engine.repo.js";
 import { engineRoutes } from "./engine.routes.js";
 import { runCallStep, runSteps } from "./engine.service.js";
+import { runEvaluationStep } from "./evaluation-step.js";
 import { engineNodeTypes } from "./nodes/index.js";
 import { failStrandedCase, resumeWait, TIMEOUT } from "./resume.js";
 import {
   CALL_JOB,
+  EVALUATE_JOB,
+  type EvaluationJobPayload,
   STEP_BATCH,
   STEP_JOB,
   type StepPayload,
@@ -61,6 +64,12 @@ export const engineModule: FeatureModule = {
         onGiveUp: (job, _error, tx) => giveUpStep(ctx, job, job.attempt, tx),
       },
       {
+        kind: EVALUATE_JOB,
+        mode: "plain",
+        run: (job) => runEvaluationStep(ctx, job as ClaimedJob<EvaluationJobPayload>),
+        onGiveUp: (job, _error, tx) => giveUpStep(ctx, job, job.attempt, tx),
+      },
+      {
         kind: WAIT_TIMEOUT_JOB,
         mode: "transaction",
         async run(job, tx) {
@@ -82,6 +91,10 @@ export {
   /** A node of a case paused on an external system, with its pending handle and actions. */
   type PausedNode,
 } from "./callbacks.service.js";
+export {
+  /** An event a node emits about its case (`node.notification`, …), in the spec's camelCase. */
+  nodeEvent,
+} from "./nodes/node-event.js";
 export {
   /** What a backtest made of one past case: before (the workflow's own decision and path) and after. */
   type Replayed,

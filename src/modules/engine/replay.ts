@@ -5,7 +5,7 @@ import type { CaseRow } from "../cases/index.js";
 import type { CompiledWorkflow, ListProbe, NodeOutcome, RecordedStep } from "../workflows/index.js";
 import { isJsonObject, ReplayNeedsInput } from "../workflows/index.js";
 import { evaluate, type ListAnswers } from "./chain.js";
-import { recordsOfCases, type StepRow, type WaitRow } from "./engine.repo.js";
+import { type StepRow, stepsOfCases, type WaitRow, waitsOfCases } from "./engine.repo.js";
 import { nodeCaseOf, nodeOf, variablesOf } from "./plan.js";
 
 // Backtests (contract section 8): a past case run again on a candidate version, through the same
@@ -64,8 +64,9 @@ export async function replayCases(
 ): Promise<Replayed[]> {
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
-  const [{ steps, waits }, attributes] = await Promise.all([
-    recordsOfCases(db, wf.tenantId, ids),
+  const [steps, waits, attributes] = await Promise.all([
+    stepsOfCases(db, wf.tenantId, ids),
+    waitsOfCases(db, wf.tenantId, ids),
     getAttributesOf(db, rows),
   ]);
   const out: Replayed[] = [];

@@ -1,9 +1,11 @@
 import type { JobSpec } from "../../platform/jobs.js";
 import { type CaseStatus, isInFlight } from "../case-model/index.js";
 import type { CaseRow } from "../cases/index.js";
+import type { ExpressionKind, OffloadEntry } from "../workflows/index.js";
 
 export const STEP_JOB = "engine.step";
 export const CALL_JOB = "engine.call";
+export const EVALUATE_JOB = "engine.evaluate";
 export const WAIT_TIMEOUT_JOB = "engine.wait-timeout";
 /** Step jobs one transaction runs at most. */
 export const STEP_BATCH = 32;
@@ -22,6 +24,30 @@ export function stepJob(tenantId: string, caseId: string, seq: number, nodeId: s
     kind,
     payload: { tenantId, caseId, seq, nodeId } satisfies StepPayload,
     jobKey: `step:${caseId}:${seq}`,
+    maxAttempts: STEP_ATTEMPTS,
+  };
+}
+
+/** An expression of a node handed over to a thread, with what earlier rounds evaluated there (decision 0024). */
+export interface EvaluationJobPayload extends StepPayload {
+  expression: { kind: ExpressionKind; source: string; budget: number };
+  /** 1 for the node's first expression sent to a thread. */
+  round: number;
+  results: OffloadEntry[];
+  /** The list answers the node's evaluation had learned. */
+  answers: Array<{ list: string; value: string; found: boolean }>;
+}
+
+export function evaluationJob(
+  row: CaseRow,
+  seq: number,
+  nodeId: string,
+  handed: Pick<EvaluationJobPayload, "expression" | "round" | "results" | "answers">,
+): JobSpec<EvaluationJobPayload> {
+  return {
+    kind: EVALUATE_JOB,
+    payload: { tenantId: row.tenant_id, caseId: row.id, seq, nodeId, ...handed },
+    jobKey: `evaluate:${row.id}:${seq}:${handed.round}`,
     maxAttempts: STEP_ATTEMPTS,
   };
 }

@@ -11,7 +11,7 @@ import {
   type NodeType,
   schemaRef,
 } from "../workflows/index.js";
-import { AGGREGATE_FUNCTIONS, type AggregateFunction, computeFigure, type Figure } from "./history.js";
+import { AGGREGATE_FUNCTIONS, type AggregateFunction, computeFigures, type Figure } from "./history.js";
 import { ENTITY_TYPES } from "./keys.js";
 
 // The `aggregate` node (contract section 7, "History"): figures over the tenant's past cases
@@ -191,11 +191,16 @@ export const aggregateNode: NodeType<AggregateNode> = {
     const output: Record<string, number | null> = {};
     const figures: Array<Record<string, unknown>> = [];
     const answered = await withinBudget(ctx.db.kind === "postgres", tx, async () => {
-      for (const { name, definition, figure } of node.figures) {
-        const value = await computeFigure(tx, kase, figure);
+      const values = await computeFigures(
+        tx,
+        kase,
+        node.figures.map((f) => f.figure),
+      );
+      node.figures.forEach(({ name, definition }, i) => {
+        const value = values[i] ?? null;
         Object.defineProperty(output, name, { value, enumerable: true, writable: true, configurable: true });
         figures.push({ name, ...definition, value });
-      }
+      });
     });
     if (!answered) {
       return {
@@ -233,15 +238,26 @@ async function replayFigures(node: AggregateNode, kase: NodeCase, replay: NodeRe
   const past = Array.isArray(recorded) ? recorded.filter(isJsonObject) : [];
   const output: Record<string, number | null> = {};
   const figures: Array<Record<string, unknown>> = [];
-  for (const { name, definition, figure } of node.figures) {
+  const recordedValues = node.figures.map(({ name, definition }) => {
     const same = past.find((f) => sameFigure(f, name, definition));
-    const value =
-      same && (typeof same.value === "number" || same.value === null)
-        ? same.value
-        : await computeFigure(replay.db, kase, figure);
+    return same && (typeof same.value === "number" || same.value === null)
+      ? { value: same.value }
+      : undefined;
+  });
+  // The figures the case never computed, together, as of its own time.
+  const missing = node.figures.filter((_, i) => recordedValues[i] === undefined);
+  const computed = await computeFigures(
+    replay.db,
+    kase,
+    missing.map((f) => f.figure),
+  );
+  let next = 0;
+  node.figures.forEach(({ name, definition }, i) => {
+    const kept = recordedValues[i];
+    const value = kept ? kept.value : (computed[next++] ?? null);
     Object.defineProperty(output, name, { value, enumerable: true, writable: true, configurable: true });
     figures.push({ name, ...definition, value });
-  }
+  });
   return { kind: "continue", next: node.next, output, explain: { figures } };
 }
 

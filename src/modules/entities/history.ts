@@ -1,4 +1,4 @@
-import { sql } from "kysely";
+import { type RawBuilder, sql } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
 import { casesDecided } from "../cases/index.js";
 import { casesTagged } from "../tags/index.js";
@@ -35,13 +35,49 @@ export interface HistoryCase {
 
 const AMOUNT_FUNCTIONS = new Set<AggregateFunction>(["sum", "avg", "min", "max"]);
 
+/** How each function reads the cases' rows (`c.amount` is the case's amount). */
+const AGGREGATE_SQL: Record<Exclude<AggregateFunction, "countDistinct">, string> = {
+  count: "count(*)",
+  sum: "sum(c.amount)",
+  avg: "avg(c.amount)",
+  min: "min(c.amount)",
+  max: "max(c.amount)",
+};
+
 /**
- * A figure's value: `0` for count, countDistinct and sum over nothing, `null` for avg, min and
- * max over nothing. Cases are those linked to any of this case's entities of type `by` (each
- * counted once), whose time lies in the window ending at this case's own time, accepted before
- * this case, other than it; amounts only of cases in this case's currency.
+ * The figures' values in one statement, one scalar subquery a figure (a node's figures cost one
+ * round trip, not one each). A figure's value: `0` for count, countDistinct and sum over
+ * nothing, `null` for avg, min and max over nothing. Cases are those linked to any of this case's
+ * entities of type `by` (each counted once), whose time lies in the window ending at this case's
+ * own time, accepted before this case, other than it; amounts only of cases in this case's
+ * currency.
  */
-export async function computeFigure(db: Executor, kase: HistoryCase, figure: Figure): Promise<number | null> {
+export async function computeFigures(
+  db: Executor,
+  kase: HistoryCase,
+  figures: readonly Figure[],
+): Promise<Array<number | null>> {
+  const parts = figures.map((figure) => figureQuery(db, kase, figure));
+  const asked = parts.flatMap((part, i) => ("query" in part ? [{ i, query: part.query }] : []));
+  const values = parts.map((part) => ("value" in part ? part.value : null));
+  if (asked.length === 0) return values;
+  const { rows } = await sql<Record<string, string | number | null>>`
+    SELECT ${sql.join(asked.map(({ i, query }) => sql`(${query}) AS ${sql.ref(`f${i}`)}`))}`.execute(db);
+  const row = rows[0] ?? {};
+  for (const { i } of asked) {
+    const raw = row[`f${i}`] ?? null;
+    const fn = (figures[i] as Figure).function;
+    values[i] = raw === null ? (fn === "sum" ? 0 : null) : Number(raw);
+  }
+  return values;
+}
+
+/** The figure's scalar subquery, or its value where no case can count (no key, no currency). */
+function figureQuery(
+  db: Executor,
+  kase: HistoryCase,
+  figure: Figure,
+): { value: number | null } | { query: RawBuilder<unknown> } {
   const empty =
     figure.function === "count" || figure.function === "countDistinct" || figure.function === "sum";
   const ids = entityKeysOf(kase.subject, kase.externalCustomerId)
@@ -49,7 +85,7 @@ export async function computeFigure(db: Executor, kase: HistoryCase, figure: Fig
     .map((k) => entityId(kase.tenantId, k.type, k.value));
   const amountOf = AMOUNT_FUNCTIONS.has(figure.function);
   const { currency } = transactionAmount(kase.subject);
-  if (ids.length === 0 || (amountOf && currency === null)) return empty ? 0 : null;
+  if (ids.length === 0 || (amountOf && currency === null)) return { value: empty ? 0 : null };
 
   let cases = db
     .selectFrom("case_entities as l")
@@ -68,39 +104,21 @@ export async function computeFigure(db: Executor, kase: HistoryCase, figure: Fig
     // The entities of type `distinct` on those cases: each case's own links, probed by the links'
     // primary key (`OFFSET 0` keeps the planner from turning 30,000 probes of a hot key into a
     // scan of the whole table).
-    const { rows } = await sql<{ n: string }>`
-      SELECT count(DISTINCT o.entity_id) AS n
-      FROM (${cases.select("l.case_id")}) c
-      CROSS JOIN LATERAL (
-        SELECT o.entity_id FROM case_entities o
-        WHERE o.case_id = c.case_id AND o.entity_type = ${figure.distinct as string}
-        OFFSET 0
-      ) o`.execute(db);
-    return Number(rows[0]?.n ?? 0);
+    return {
+      query: sql`
+        SELECT count(DISTINCT o.entity_id)
+        FROM (${cases.select("l.case_id")}) c
+        CROSS JOIN LATERAL (
+          SELECT o.entity_id FROM case_entities o
+          WHERE o.case_id = c.case_id AND o.entity_type = ${figure.distinct as string}
+          OFFSET 0
+        ) o`,
+    };
   }
   // With several entities of type `by` a case may be linked through more than one: once each.
   const rows =
     ids.length === 1
       ? cases.select(["l.case_id", "l.amount"])
       : cases.select(["l.case_id", "l.amount"]).distinctOn("l.case_id");
-  const result = await db
-    .selectFrom(rows.as("c"))
-    .select([
-      sql<string>`count(*)`.as("count"),
-      sql<number | null>`sum(c.amount)`.as("sum"),
-      sql<number | null>`avg(c.amount)`.as("avg"),
-      sql<number | null>`min(c.amount)`.as("min"),
-      sql<number | null>`max(c.amount)`.as("max"),
-    ])
-    .executeTakeFirstOrThrow();
-  switch (figure.function) {
-    case "count":
-      return Number(result.count);
-    case "sum":
-      return result.sum === null ? 0 : Number(result.sum);
-    default: {
-      const value = result[figure.function];
-      return value === null ? null : Number(value);
-    }
-  }
+  return { query: sql`SELECT ${sql.raw(AGGREGATE_SQL[figure.function])} FROM (${rows}) c` };
 }

@@ -232,6 +232,7 @@ export async function getCaseActions(
   tenantId: string,
   caseId: string,
 ): Promise<{ offered: OfferedAction[]; recent: ActionRunView[] }> {
+  if (!isUuid(caseId)) throw notFound("case");
   const [row, runs, recent] = await Promise.all([
     findCase(ctx.db.root, tenantId, caseId),
     listRunsOfCase(ctx.db.root, tenantId, caseId),

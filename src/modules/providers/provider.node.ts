@@ -1,6 +1,6 @@
 import { uuid } from "../../platform/crypto.js";
 import { AppError } from "../../platform/errors.js";
-import { TIMEOUT } from "../engine/index.js";
+import { nodeEvent, TIMEOUT } from "../engine/index.js";
 import type { NewEvent } from "../webhooks/index.js";
 import {
   describeEnd,
@@ -72,22 +72,7 @@ export function providerNotification(
   payloadType: string,
   output: Record<string, unknown>,
 ): Omit<NewEvent, "dryRun"> {
-  return {
-    tenantId: kase.tenantId,
-    caseId: kase.id,
-    type: "node.notification",
-    webhookKey: webhookKey ?? null,
-    payload: {
-      event_type: "node.notification",
-      payloadType,
-      tenantId: kase.tenantId,
-      caseId: kase.id,
-      nodeId,
-      webhookKey: webhookKey ?? null,
-      output,
-      timestamp: new Date().toISOString(),
-    },
-  };
+  return nodeEvent(kase, "node.notification", { nodeId, webhookKey }, { output }, { payloadType });
 }
 
 function errorText(err: unknown): string {

@@ -1,6 +1,6 @@
 import type { BlobStore } from "../../platform/blobs/index.js";
 import type { AppContext } from "../../platform/context.js";
-import type { Tx } from "../../platform/db/index.js";
+import type { InSameTransaction, Tx } from "../../platform/db/index.js";
 import { AppError } from "../../platform/errors.js";
 import { resumeWait } from "../engine/index.js";
 import { emitAnswered } from "./rfi.events.js";
@@ -108,6 +108,7 @@ export async function answerRequest(
   rfiId: string,
   by: Answerer,
   body: unknown,
+  also?: InSameTransaction<AnswerResult>,
 ): Promise<AnswerResult> {
   return ctx.db.transaction(async (tx) => {
     const current = await requireRequest(tx, tenantId, caseId, rfiId, true);
@@ -153,12 +154,14 @@ export async function answerRequest(
         },
       },
     );
-    return {
+    const result: AnswerResult = {
       rfiId,
       status: "answered",
       answeredAt: (answered.answered_at as Date).toISOString(),
       ...counts,
     };
+    await also?.(tx, result);
+    return result;
   });
 }
 

@@ -1,6 +1,6 @@
 import { type Actor, type AppContext, actorLabel } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
-import type { Executor, Tx } from "../../platform/db/index.js";
+import type { Executor, InSameTransaction, Tx } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
 import { isCaseStatus, isTerminal } from "../case-model/index.js";
 import { type CaseFacts, findCaseFacts, findCaseTenant } from "../cases/index.js";
@@ -218,49 +218,79 @@ export async function listRequestsOfCase(
   return withAnswers(ctx.db.root, tenantId, await listRequests(ctx.db.root, tenantId, caseId));
 }
 
-/** Raises the pending request's `case.rfi_requested` again: same `rfi_id`, fresh `webhookId`. */
-export async function remindRequest(
+/**
+ * An operator's change of a case's request (the tenant is the case's): `change` gets the request,
+ * locked, in the transaction, and gives it back as it leaves it.
+ */
+async function changeRequest(
   ctx: AppContext,
   caseId: string,
   rfiId: string,
+  change: (tx: Tx, current: RfiRow, tenantId: string) => Promise<RfiRow>,
+  also: InSameTransaction<InformationRequestView> | undefined,
 ): Promise<InformationRequestView> {
   const tenantId = await tenantOfCase(ctx, caseId);
-  const row = await ctx.db.transaction(async (tx) => {
+  return ctx.db.transaction(async (tx) => {
     const current = await requireRequest(tx, tenantId, caseId, rfiId, true);
-    const found = await requireCase(tx, tenantId, caseId);
-    checkCaseOpen(found);
-    checkPending(current);
-    const reminded = await recordReminder(tx, tenantId, rfiId);
-    await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
-    return reminded;
+    const row = await change(tx, current, tenantId);
+    const view = toRequestView(row, []);
+    // A change that changed nothing (the request returned as it was) has nothing to add to.
+    if (row !== current) await also?.(tx, view);
+    return view;
   });
-  return toRequestView(row, []);
+}
+
+/** Raises the pending request's `case.rfi_requested` again: same `rfi_id`, fresh `webhookId`. */
+export function remindRequest(
+  ctx: AppContext,
+  caseId: string,
+  rfiId: string,
+  also?: InSameTransaction<InformationRequestView>,
+): Promise<InformationRequestView> {
+  return changeRequest(
+    ctx,
+    caseId,
+    rfiId,
+    async (tx, current, tenantId) => {
+      const found = await requireCase(tx, tenantId, caseId);
+      checkCaseOpen(found);
+      checkPending(current);
+      const reminded = await recordReminder(tx, tenantId, rfiId);
+      await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
+      return reminded;
+    },
+    also,
+  );
 }
 
 /**
  * Cancels a pending request; a workflow node waiting on it continues (`onCancelled`).
  * Cancelling a cancelled request again changes nothing; an answered or expired one is 409.
  */
-export async function cancelRequest(
+export function cancelRequest(
   ctx: AppContext,
   caseId: string,
   rfiId: string,
   actor: string | undefined,
+  also?: InSameTransaction<InformationRequestView>,
 ): Promise<InformationRequestView> {
-  const tenantId = await tenantOfCase(ctx, caseId);
-  const row = await ctx.db.transaction(async (tx) => {
-    const current = await requireRequest(tx, tenantId, caseId, rfiId, true);
-    if (current.status === "cancelled") return current;
-    if (current.status !== "pending") {
-      throw new AppError("not_pending", `the information request is ${current.status}, not pending`);
-    }
-    const cancelled = await closeRequest(tx, tenantId, rfiId, {
-      status: "cancelled",
-      cancelledBy: actor === undefined ? null : `analyst:${actor}`,
-    });
-    if (!cancelled) throw new Error("a locked pending request could not be cancelled");
-    await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "cancelled");
-    return cancelled;
-  });
-  return toRequestView(row, []);
+  return changeRequest(
+    ctx,
+    caseId,
+    rfiId,
+    async (tx, current, tenantId) => {
+      if (current.status === "cancelled") return current;
+      if (current.status !== "pending") {
+        throw new AppError("not_pending", `the information request is ${current.status}, not pending`);
+      }
+      const cancelled = await closeRequest(tx, tenantId, rfiId, {
+        status: "cancelled",
+        cancelledBy: actor === undefined ? null : `analyst:${actor}`,
+      });
+      if (!cancelled) throw new Error("a locked pending request could not be cancelled");
+      await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "cancelled");
+      return cancelled;
+    },
+    also,
+  );
 }

@@ -1,5 +1,6 @@
 import type { Actor, AppContext } from "../../platform/context.js";
 import { actorLabel } from "../../platform/context.js";
+import type { InSameTransaction } from "../../platform/db/index.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
 import { caseExists, lockCase } from "../cases/index.js";
 import { requireTenant } from "../tenants/index.js";
@@ -132,10 +133,17 @@ export async function setTagOption(
   tenantId: string,
   tag: string,
   enabled: boolean,
+  also?: InSameTransaction<{ before: TagOptionView | undefined; after: TagOptionView }>,
 ): Promise<TagOptionView> {
   checkTag(tag, "tag");
   await requireTenant(ctx.db.root, tenantId);
-  return toOptionView(await upsertTagOption(ctx.db.root, tenantId, tag, enabled));
+  if (!also) return toOptionView(await upsertTagOption(ctx.db.root, tenantId, tag, enabled));
+  return ctx.db.transaction(async (tx) => {
+    const before = (await listTagOptions(tx, tenantId)).find((o) => o.tag === tag);
+    const after = toOptionView(await upsertTagOption(tx, tenantId, tag, enabled));
+    await also(tx, { before: before && toOptionView(before), after });
+    return after;
+  });
 }
 
 export async function getTagOptions(ctx: AppContext, tenantId: string): Promise<TagOptionView[]> {

@@ -1,5 +1,6 @@
 import { type Selectable, sql } from "kysely";
-import { type Db, type Executor, findRow } from "../../platform/db/index.js";
+import { type Db, type Executor, findRow, findRows } from "../../platform/db/index.js";
+import type { WebhookConfigRow } from "./webhook-configs.repo.js";
 import type {
   DeliveryStatus,
   WebhookAttemptsTable,
@@ -11,11 +12,7 @@ export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type AttemptRow = Selectable<WebhookAttemptsTable>;
 
 /** A delivery claimed for an attempt, with the configuration it is routed to (if it exists). */
-export interface AttemptContext {
-  id: string;
-  tenant_id: string;
-  webhook_key: string;
-  body: string;
+export interface AttemptContext extends Pick<DeliveryRow, "id" | "tenant_id" | "webhook_key" | "body"> {
   /** The claim's number: its outcome is recorded only if no later claim's was. */
   turn: number;
   /** The number of this attempt, counting the interrupted ones before it. */
@@ -26,14 +23,10 @@ export interface AttemptContext {
   interrupted: number;
   /** When the previous recorded attempt started (an interrupted one is logged with this time). */
   prev_attempt_at: Date | null;
-  config: {
-    url: string;
-    secrets: WebhookSecret[];
-    secrets_sealed: boolean;
-    active_secret_id: string | null;
-    max_attempts: number;
-    timeout_ms: number;
-  } | null;
+  config: Pick<
+    WebhookConfigRow,
+    "url" | "secrets" | "secrets_sealed" | "active_secret_id" | "max_attempts" | "timeout_ms"
+  > | null;
 }
 
 /** Serializes claims across processes, so that each one sees every claim committed before it. */
@@ -261,15 +254,8 @@ export function listDeliveries(
 }
 
 export function listAttempts(db: Executor, tenantId: string, deliveryIds: string[]): Promise<AttemptRow[]> {
-  if (deliveryIds.length === 0) return Promise.resolve([]);
-  return db
-    .selectFrom("webhook_attempts")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("delivery_id", "in", deliveryIds)
-    .orderBy("delivery_id")
-    .orderBy("attempt")
-    .execute();
+  const match = { tenant_id: tenantId, delivery_id: deliveryIds };
+  return findRows(db, "webhook_attempts", match, ["delivery_id", "attempt"]);
 }
 
 /** A delivery by id alone (the operator's redelivery names no tenant); locked when asked. */

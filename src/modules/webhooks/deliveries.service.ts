@@ -1,5 +1,6 @@
 import type { AppContext } from "../../platform/context.js";
 import { isUuid } from "../../platform/crypto.js";
+import type { InSameTransaction } from "../../platform/db/index.js";
 import { badRequest, notFound } from "../../platform/errors.js";
 import { requireTenant } from "../tenants/index.js";
 import {
@@ -205,7 +206,12 @@ function redeliveryOf(original: DeliveryRow): NewDelivery {
  * Sends a delivery's event again as a new delivery with a fresh webhookId (the receiver sees a
  * new delivery, not a retry), to the same configuration.
  */
-export async function redeliver(ctx: AppContext, deliveryId: string): Promise<DeliveryView> {
+/** Redelivers one delivery; `also` gets the original's status and the new delivery's ids in its transaction. */
+export async function redeliver(
+  ctx: AppContext,
+  deliveryId: string,
+  also?: InSameTransaction<{ status: string; deliveryId: string; webhookId: string }>,
+): Promise<DeliveryView> {
   if (!isUuid(deliveryId)) throw notFound("webhook delivery");
   const created = await ctx.db.transaction(async (tx) => {
     const original = await findDelivery(tx, deliveryId, true);
@@ -213,6 +219,7 @@ export async function redeliver(ctx: AppContext, deliveryId: string): Promise<De
     const [queued] = await queueDeliveries(tx, [redeliveryOf(original)]);
     if (!queued) throw new Error("redelivery was not queued");
     await markSuperseded(tx, original.tenant_id, [{ original: original.id, replacement: queued.deliveryId }]);
+    await also?.(tx, { status: original.status, deliveryId: queued.deliveryId, webhookId: queued.webhookId });
     return queued.deliveryId;
   });
   ctx.log.info({ deliveryId, redeliveryId: created }, "webhook redelivery queued");

@@ -1,4 +1,5 @@
 import type { AppContext } from "../../platform/context.js";
+import type { InSameTransaction } from "../../platform/db/index.js";
 import { badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { secretBoxOf } from "../../platform/secret-box.js";
 import { requireTenant } from "../tenants/index.js";
@@ -169,6 +170,7 @@ export async function putWebhookConfig(
   tenantId: string,
   webhookKey: string,
   input: WebhookConfigInput,
+  also?: InSameTransaction<{ before: WebhookConfigView | undefined; after: WebhookConfigView }>,
 ): Promise<WebhookConfigView> {
   await requireTenant(ctx.db.root, tenantId);
   checkWebhookKey(webhookKey, "webhookKey");
@@ -204,16 +206,21 @@ export async function putWebhookConfig(
       details,
     );
   }
-  const row = await upsertWebhookConfig(ctx.db.root, tenantId, webhookKey, {
-    url: input.url.trim(),
-    secrets: sealSecrets(box, tenantId, webhookKey, secrets),
-    secretsSealed: true,
-    activeSecretId,
-    maxAttempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-    timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+  const view = await ctx.db.transaction(async (tx) => {
+    const row = await upsertWebhookConfig(tx, tenantId, webhookKey, {
+      url: input.url.trim(),
+      secrets: sealSecrets(box, tenantId, webhookKey, secrets),
+      secretsSealed: true,
+      activeSecretId,
+      maxAttempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    });
+    const after = toConfigView(row);
+    await also?.(tx, { before: existing && toConfigView(existing), after });
+    return after;
   });
   ctx.log.info({ tenantId, webhookKey, activeSecretId }, "webhook configuration stored");
-  return toConfigView(row);
+  return view;
 }
 
 export async function getWebhookConfigs(ctx: AppContext, tenantId: string): Promise<WebhookConfigView[]> {
@@ -240,9 +247,13 @@ export async function removeWebhookConfig(
   ctx: AppContext,
   tenantId: string,
   webhookKey: string,
+  also?: InSameTransaction<WebhookConfigView>,
 ): Promise<void> {
   await requireTenant(ctx.db.root, tenantId);
-  if (!(await deleteWebhookConfig(ctx.db.root, tenantId, webhookKey)))
-    throw notFound("webhook configuration");
+  await ctx.db.transaction(async (tx) => {
+    const before = also ? await findWebhookConfig(tx, tenantId, webhookKey) : undefined;
+    if (!(await deleteWebhookConfig(tx, tenantId, webhookKey))) throw notFound("webhook configuration");
+    if (also && before) await also(tx, toConfigView(before));
+  });
   ctx.log.info({ tenantId, webhookKey }, "webhook configuration deleted");
 }

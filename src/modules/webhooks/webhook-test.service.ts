@@ -1,4 +1,5 @@
 import type { AppContext } from "../../platform/context.js";
+import type { InSameTransaction } from "../../platform/db/index.js";
 import { emitEvent } from "./events.js";
 import { getWebhookConfig } from "./webhook-configs.service.js";
 
@@ -6,10 +7,15 @@ import { getWebhookConfig } from "./webhook-configs.service.js";
  * Sends `webhook.test` to one configuration, through the outbox like any event: signed, retried,
  * and in the delivery log, so that a partner can check their endpoint and its signature check.
  */
-export async function sendTestEvent(ctx: AppContext, tenantId: string, webhookKey: string): Promise<string> {
+export async function sendTestEvent(
+  ctx: AppContext,
+  tenantId: string,
+  webhookKey: string,
+  also?: InSameTransaction<string>,
+): Promise<string> {
   await getWebhookConfig(ctx, tenantId, webhookKey);
-  return ctx.db.transaction((tx) =>
-    emitEvent(tx, {
+  return ctx.db.transaction(async (tx) => {
+    const eventId = await emitEvent(tx, {
       tenantId,
       caseId: null,
       type: "webhook.test",
@@ -21,6 +27,8 @@ export async function sendTestEvent(ctx: AppContext, tenantId: string, webhookKe
         webhook_key: webhookKey,
         timestamp: new Date().toISOString(),
       },
-    }),
-  );
+    });
+    await also?.(tx, eventId);
+    return eventId;
+  });
 }

@@ -12,6 +12,8 @@ export const workflowsModule: FeatureModule = {
 
 /** The trace in words, one line per fact, each node as its node type describes it. */
 export { describeTrace } from "./describe-trace.js";
+/** Evaluates an expression on a thread under a deadline (decision 0024). */
+export { evaluateOnThread } from "./evaluation-threads.js";
 /** The catalogue of node types a process runs workflows with, built from the features' lists. */
 export {
   /** A compiled node: its id, its type, and whatever its node type compiled it to. */
@@ -71,14 +73,24 @@ export {
   compileOutput,
   /** An expression that must give a string (an information request's `to`, `subject`, `body`). */
   compileText,
+  /** What an expression must produce where it stands (`value`, `string`, `condition`). */
+  type ExpressionKind,
   /** What a list id must match. */
   LIST_ID_PATTERN,
   /** The `inList` answers of one node evaluation, filled by the engine between attempts. */
   ListLookups,
   /** An evaluation that read list answers not known yet: look them up and evaluate again. */
   LookupsNeeded,
+  /** An expression evaluated on a thread and its result. */
+  type OffloadEntry,
+  /** The expressions of one node evaluation evaluated on a thread, and the one that asks to be. */
+  Offloads,
+  /** An evaluation that passed its allowance on the event loop: evaluate on a thread and again. */
+  ThreadNeeded,
   /** Gives the expressions evaluated with these variables the node's list answers. */
   withListLookups,
+  /** Lets the expressions evaluated with these variables move to a thread. */
+  withOffloads,
 } from "./workflow.expressions.js";
 export {
   /** A non-empty list of at most `max` objects with exactly these properties, each required. */

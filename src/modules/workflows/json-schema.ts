@@ -43,17 +43,34 @@ class PatternWorkExceeded extends Error {}
 let work: { left: number } | undefined;
 
 /**
+ * Pattern work (program size × text length) a payload's validation may do on the event loop;
+ * past it, the validation moves to a thread with a deadline (decision 0024). Ordinary payloads
+ * do a few thousand.
+ */
+export const INLINE_SCHEMA_WORK = 50_000;
+
+/** The validation passed the work allowed on the event loop: run it on a thread instead. */
+export const ON_THREAD = Symbol("on a thread");
+
+/**
  * Runs a compiled input schema against a payload with its patterns' work bounded: past
  * `REGEX_LIMITS.schemaWork` (program size × text length, summed), the payload is refused with
- * one problem saying so instead of being matched on.
+ * one problem saying so instead of being matched on. With a smaller `allowance`, passing it
+ * answers `ON_THREAD` instead.
  */
-export function validateBounded(validate: ValidateFunction, payload: unknown, root: string): ErrorDetail[] {
+export function validateBounded(
+  validate: ValidateFunction,
+  payload: unknown,
+  root: string,
+  allowance: number = REGEX_LIMITS.schemaWork,
+): ErrorDetail[] | typeof ON_THREAD {
   const outer = work;
-  work = { left: REGEX_LIMITS.schemaWork };
+  work = { left: allowance };
   try {
     return validate(payload) ? [] : detailsOf(validate.errors ?? [], root);
   } catch (err) {
     if (!(err instanceof PatternWorkExceeded)) throw err;
+    if (allowance < REGEX_LIMITS.schemaWork) return ON_THREAD;
     return [
       {
         path: root,
@@ -65,6 +82,26 @@ export function validateBounded(validate: ValidateFunction, payload: unknown, ro
   } finally {
     work = outer;
   }
+}
+
+/** A payload to validate on a thread against a version's input schema (versions never change). */
+export interface SchemaTask {
+  version: string;
+  schema: Record<string, unknown>;
+  payload: unknown;
+}
+
+const threadValidators = new Map<string, ValidateFunction>();
+
+/** Validates a payload handed to a thread, with the whole pattern work allowed to a payload. */
+export function validateTask(task: SchemaTask): ErrorDetail[] {
+  let validate = threadValidators.get(task.version);
+  if (!validate) {
+    validate = compileInputSchema(task.schema);
+    if (threadValidators.size >= 100) threadValidators.delete(threadValidators.keys().next().value as string);
+    threadValidators.set(task.version, validate);
+  }
+  return validateBounded(validate, task.payload, "payload") as ErrorDetail[];
 }
 
 const OPTIONS: Options = {

@@ -1,5 +1,6 @@
 import type { ErrorDetail } from "../../platform/errors.js";
-import { compileInputSchema, validateBounded } from "./json-schema.js";
+import { validateOnThread } from "./evaluation-threads.js";
+import { compileInputSchema, INLINE_SCHEMA_WORK, ON_THREAD, validateBounded } from "./json-schema.js";
 import type { CompiledNode, NodeTypes } from "./node-type.js";
 import type { WorkflowDefinition } from "./workflow.types.js";
 import { listReferencesOf } from "./workflow.validator.js";
@@ -17,9 +18,10 @@ export interface CompiledWorkflow {
   readonly lists: readonly string[];
   /**
    * Checks a case payload against `inputSchema`: every failing path, relative to the submission
-   * body (`payload.amount`, `payload.items[0].sku`); empty when valid.
+   * body (`payload.amount`, `payload.items[0].sku`); empty when valid. A payload whose patterns
+   * need more work than the event loop allows is checked on a thread, within `deadlineMs`.
    */
-  validatePayload(payload: unknown): ErrorDetail[];
+  validatePayload(payload: unknown, deadlineMs: number): Promise<ErrorDetail[]>;
 }
 
 export interface VersionKey {
@@ -49,8 +51,11 @@ export function compileWorkflow(
     start: definition.start,
     nodes,
     lists: [...new Set(listReferencesOf(types, definition).map((r) => r.list))],
-    validatePayload(payload: unknown): ErrorDetail[] {
-      return validateBounded(validate, payload, "payload");
+    async validatePayload(payload: unknown, deadlineMs: number): Promise<ErrorDetail[]> {
+      const inline = validateBounded(validate, payload, "payload", INLINE_SCHEMA_WORK);
+      if (inline !== ON_THREAD) return inline;
+      const version = `${key.tenantId}/${key.workflowId}/${key.version}`;
+      return validateOnThread({ version, schema: definition.inputSchema, payload }, deadlineMs);
     },
   });
 }

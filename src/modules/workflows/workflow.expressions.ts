@@ -202,7 +202,22 @@ function program(source: string, kind: ExpressionKind): (variables: ExpressionVa
   if (!checked.ok) throw new Error(`expression \`${source}\` ${checked.message}`);
   meter(checked.program.ast);
   const run = checked.program;
-  return (variables) => metered(variables, () => run(variables as unknown as Record<string, unknown>));
+  return (variables) =>
+    metered(variables, kind, source, () =>
+      finish(kind, run(variables as unknown as Record<string, unknown>)),
+    );
+}
+
+/** An expression's result as what it must give where it stands: JSON, a string, a boolean. */
+function finish(kind: ExpressionKind, result: unknown): unknown {
+  if (kind === "value") return toJson(result);
+  const type = kind === "string" ? "string" : "boolean";
+  if (typeof result !== type) {
+    throw new Error(
+      `the ${kind === "string" ? "expression" : "condition"} gave ${describe(result)}, not a ${type}`,
+    );
+  }
+  return result;
 }
 
 // --- Metering -------------------------------------------------------------------------------
@@ -216,18 +231,59 @@ class BudgetExceeded extends Error {
   }
 }
 
+/**
+ * Units the expressions of one node evaluation may spend on the event loop, and wall-clock time
+ * they may take there, before their evaluation moves to a thread with a deadline (decision
+ * 0024). Ordinary expressions spend tens of units; a `matches()` charged more than this, a
+ * comprehension over a long list, or anything slower than estimated, goes to a thread.
+ */
+export const INLINE_UNITS = 5_000;
+const INLINE_MS = 5;
+/**
+ * Strings and lists longer than these are never handled on the event loop: built-in functions
+ * are charged one unit a call, and some cost far more than linear time in their input (cel-js's
+ * `duration()` parses with a backtracking regular expression), so the estimate is trusted there
+ * only for short values.
+ */
+const INLINE_TEXT = 128;
+const INLINE_LIST = 1_024;
+
 interface Meter {
   left: number;
+  /** Units left before the evaluation moves to a thread (infinite where it cannot). */
+  inlineLeft: number;
+  started: number;
+  ticks: number;
+  /** Where an evaluation that needs a thread records it; undefined on a thread, or where none is offered. */
+  offloads: Offloads | undefined;
+  /** Set when the evaluation passed its inline allowance: it ends with `ThreadNeeded`. */
+  overflow: boolean;
 }
 
 /** One budget per evaluation of a node: the engine builds one variables object for it. */
 const meters = new WeakMap<object, Meter>();
 let current: Meter | undefined;
 
+function newMeter(left: number, offloads: Offloads | undefined): Meter {
+  const inlineLeft = offloads ? INLINE_UNITS : Number.POSITIVE_INFINITY;
+  return { left, inlineLeft, started: performance.now(), ticks: 0, offloads, overflow: false };
+}
+
+class InlineAllowanceSpent extends Error {}
+
 function spend(units: number): void {
   if (!current) return;
   current.left -= units;
+  current.inlineLeft -= units;
   if (current.left < 0) throw new BudgetExceeded();
+  if (!current.offloads) return;
+  if (
+    current.inlineLeft < 0 ||
+    ((++current.ticks & 63) === 0 && performance.now() - current.started > INLINE_MS)
+  ) {
+    current.overflow = true;
+    throw new InlineAllowanceSpent();
+  }
 }
 
 /** What a value costs beyond its node: long strings and lists are paid for by size. */
@@ -237,25 +293,57 @@ function sizeCost(value: unknown): number {
   return 0;
 }
 
-function metered<T>(variables: ExpressionVariables, run: () => T): T {
+/** A value too long to handle on the event loop ends an evaluation that may move to a thread. */
+function checkInlineSize(value: unknown): void {
+  if (!current?.offloads) return;
+  const long =
+    (typeof value === "string" && value.length > INLINE_TEXT) ||
+    (Array.isArray(value) && value.length > INLINE_LIST);
+  if (!long) return;
+  current.overflow = true;
+  throw new InlineAllowanceSpent();
+}
+
+function metered<T>(variables: ExpressionVariables, kind: ExpressionKind, source: string, run: () => T): T {
   let m = meters.get(variables);
   if (!m) {
-    m = { left: EVALUATION_BUDGET };
+    m = newMeter(EVALUATION_BUDGET, offloadsOf(variables));
     meters.set(variables, m);
   }
+  // Evaluated on a thread already (this node evaluation, an earlier attempt): its result stands.
+  const done = m.offloads?.result(kind, source);
+  if (done) {
+    // Read again here what it read there, for whoever watches these variables (the trace's
+    // attributes): a property's descriptor is how CEL reads a field.
+    const attributes = variables.customer?.attributes;
+    for (const key of done.attributeKeys ?? [])
+      if (attributes) Object.getOwnPropertyDescriptor(attributes, key);
+    m.left -= done.spent;
+    if (m.left < 0) throw new BudgetExceeded();
+    if ("error" in done) throw new Error(done.error);
+    return done.value as T;
+  }
+  const budgetAtStart = m.left;
   const outer = current;
   const outerLookups = currentLookups;
   current = m;
   currentLookups = lookupsOf(variables);
+  const needsThread = () => {
+    (m.offloads as Offloads).want({ kind, source, budget: budgetAtStart });
+    return new ThreadNeeded();
+  };
   try {
     const result = run();
     // `||` and `&&` absorb errors of one side, the budget's too: an exhausted budget still fails.
     if (m.left < 0) throw new BudgetExceeded();
+    if (m.overflow) throw needsThread();
     if (currentLookups?.hasMissing) throw new LookupsNeeded();
     return result;
   } catch (err) {
+    if (err instanceof ThreadNeeded || err instanceof BudgetExceeded) throw err;
+    if (m.overflow) throw needsThread();
     // An error met while an answer was missing may be the placeholder's doing: look up first.
-    if (currentLookups?.hasMissing && !(err instanceof BudgetExceeded)) throw new LookupsNeeded();
+    if (currentLookups?.hasMissing) throw new LookupsNeeded();
     throw err;
   } finally {
     current = outer;
@@ -325,7 +413,10 @@ function meter(root: unknown): void {
     node.evaluate = (ev, ast, ctx) => {
       spend(1);
       const result = base(ev, ast, ctx);
-      if (!accumulator) spend(sizeCost(result));
+      if (!accumulator) {
+        spend(sizeCost(result));
+        checkInlineSize(result);
+      }
       return result;
     };
   }
@@ -495,57 +586,30 @@ function inList(list: string, value: string): boolean {
   return currentLookups.answer(list, value);
 }
 
-export function compileExpression(nodeId: string, source: string): CompiledExpression {
-  const run = program(source, "value");
-  return {
-    source,
-    evaluate(variables: ExpressionVariables): unknown {
-      try {
-        return toJson(run(variables));
-      } catch (err) {
-        if (err instanceof LookupsNeeded) throw err;
-        throw new ExpressionError(nodeId, source, failure(err));
-      }
-    },
+/** Runs a compiled program; its failures (not a pause for lookups or a thread) as ExpressionError. */
+function runAt(nodeId: string, source: string, run: (variables: ExpressionVariables) => unknown) {
+  return (variables: ExpressionVariables): unknown => {
+    try {
+      return run(variables);
+    } catch (err) {
+      if (err instanceof LookupsNeeded || err instanceof ThreadNeeded) throw err;
+      throw new ExpressionError(nodeId, source, failure(err));
+    }
   };
 }
 
-/** Runs a compiled program, and checks that it gave a value of the one type it must give. */
-function runTyped<T extends "string" | "boolean">(
-  nodeId: string,
-  source: string,
-  run: (variables: ExpressionVariables) => unknown,
-  variables: ExpressionVariables,
-  [what, type]: ["expression" | "condition", T],
-): T extends "string" ? string : boolean {
-  let result: unknown;
-  try {
-    result = run(variables);
-  } catch (err) {
-    if (err instanceof LookupsNeeded) throw err;
-    throw new ExpressionError(nodeId, source, failure(err));
-  }
-  if (typeof result !== type) {
-    throw new ExpressionError(nodeId, source, `the ${what} gave ${describe(result)}, not a ${type}`);
-  }
-  return result as T extends "string" ? string : boolean;
+export function compileExpression(nodeId: string, source: string): CompiledExpression {
+  return { source, evaluate: runAt(nodeId, source, program(source, "value")) };
 }
 
 /** An expression that must give a string (an information request's `to`, `subject`, `body`). */
 export function compileText(nodeId: string, source: string): CompiledExpression {
-  const run = program(source, "string");
-  return {
-    source,
-    evaluate: (variables) => runTyped(nodeId, source, run, variables, ["expression", "string"]),
-  };
+  return { source, evaluate: runAt(nodeId, source, program(source, "string")) };
 }
 
 export function compileCondition(nodeId: string, source: string): CompiledCondition {
-  const run = program(source, "condition");
-  return {
-    source,
-    test: (variables) => runTyped(nodeId, source, run, variables, ["condition", "boolean"]),
-  };
+  const run = runAt(nodeId, source, program(source, "condition"));
+  return { source, test: (variables) => run(variables) as boolean };
 }
 
 export function compileOutput(nodeId: string, entries: Record<string, string> | undefined): CompiledOutput {
@@ -561,4 +625,136 @@ export function compileOutput(nodeId: string, entries: Record<string, string> | 
       return out;
     },
   };
+}
+
+// --- Evaluation on a thread (decision 0024) ---------------------------------------------------
+
+/** An expression to evaluate on a thread: what it is, where it stands, and the budget it has left. */
+export interface ExpressionTask {
+  kind: ExpressionKind;
+  source: string;
+  budget: number;
+  variables: ExpressionVariables;
+  /** The list answers the node evaluation has learned. */
+  answers: Array<{ list: string; value: string; found: boolean }>;
+}
+
+/**
+ * What the thread found: the value or the failure, the units spent, list answers it lacked, and
+ * the customer attributes it read.
+ */
+export type ExpressionResult = {
+  spent: number;
+  missing: Array<{ list: string; value: string }>;
+  attributeKeys?: string[];
+} & ({ value: unknown } | { error: string });
+
+/**
+ * The expressions of one node evaluation that ran on a thread, by kind and source, and the one
+ * that asks to. Expressions are pure: the node is evaluated again, and an expression evaluated
+ * on a thread gives the result it had there (its units charged to the node's budget).
+ */
+export class Offloads {
+  readonly #results = new Map<string, ExpressionResult>();
+  #wanted: { kind: ExpressionKind; source: string; budget: number } | undefined;
+
+  result(kind: ExpressionKind, source: string): ExpressionResult | undefined {
+    return this.#results.get(`${kind}\u0000${source}`);
+  }
+
+  want(task: { kind: ExpressionKind; source: string; budget: number }): void {
+    this.#wanted ??= task;
+  }
+
+  /** The expression the last attempt handed over, and forgets it. */
+  takeWanted(): { kind: ExpressionKind; source: string; budget: number } | undefined {
+    const wanted = this.#wanted;
+    this.#wanted = undefined;
+    return wanted;
+  }
+
+  learn(kind: ExpressionKind, source: string, result: ExpressionResult): void {
+    this.#results.set(`${kind}\u0000${source}`, result);
+  }
+
+  /** Every result learned, as plain data (to carry them to a later evaluation of the node). */
+  entries(): OffloadEntry[] {
+    return [...this.#results].map(([key, result]) => {
+      const [kind, source] = key.split("\u0000") as [ExpressionKind, string];
+      return { kind, source, result };
+    });
+  }
+
+  static of(entries: readonly OffloadEntry[]): Offloads {
+    const offloads = new Offloads();
+    for (const e of entries) offloads.learn(e.kind, e.source, e.result);
+    return offloads;
+  }
+}
+
+/** An expression evaluated on a thread and its result. */
+export interface OffloadEntry {
+  kind: ExpressionKind;
+  source: string;
+  result: ExpressionResult;
+}
+
+/** An evaluation that passed its inline allowance: the engine runs the expression on a thread and evaluates the node again. */
+export class ThreadNeeded extends Error {
+  constructor() {
+    super("the evaluation goes on a thread");
+    this.name = "ThreadNeeded";
+  }
+}
+
+const OFFLOADS = Symbol("offloads");
+
+/** Lets the expressions evaluated with these variables move to a thread (the engine does, per node). */
+export function withOffloads<V extends ExpressionVariables>(variables: V, offloads: Offloads): V {
+  return Object.assign(variables, { [OFFLOADS]: offloads });
+}
+
+function offloadsOf(variables: ExpressionVariables): Offloads | undefined {
+  return (variables as { [OFFLOADS]?: Offloads })[OFFLOADS];
+}
+
+const threadPrograms = new Map<string, (variables: ExpressionVariables) => unknown>();
+
+/** Evaluates an expression handed to a thread: on the thread, with the budget it was given. */
+export function evaluateTask(task: ExpressionTask): ExpressionResult {
+  const key = `${task.kind}\u0000${task.source}`;
+  let run = threadPrograms.get(key);
+  if (!run) {
+    run = program(task.source, task.kind);
+    if (threadPrograms.size >= 500) threadPrograms.delete(threadPrograms.keys().next().value as string);
+    threadPrograms.set(key, run);
+  }
+  const lookups = new ListLookups();
+  for (const a of task.answers) lookups.learn(a.list, a.value, a.found);
+  const read = new Set<string>();
+  const attributes = new Proxy(task.variables.customer.attributes, {
+    getOwnPropertyDescriptor(target, key) {
+      if (typeof key === "string") read.add(key);
+      return Reflect.getOwnPropertyDescriptor(target, key);
+    },
+    ownKeys(target) {
+      const keys = Reflect.ownKeys(target);
+      for (const key of keys) if (typeof key === "string") read.add(key);
+      return keys;
+    },
+  });
+  const variables = withListLookups(
+    { ...task.variables, customer: { ...task.variables.customer, attributes } },
+    lookups,
+  );
+  const m = newMeter(task.budget, undefined);
+  meters.set(variables, m);
+  const facts = () => ({ spent: Math.min(task.budget - m.left, task.budget + 1), attributeKeys: [...read] });
+  try {
+    const value = run(variables);
+    return { ...facts(), missing: [], value };
+  } catch (err) {
+    if (err instanceof LookupsNeeded) return { ...facts(), missing: lookups.takeMissing(), error: "" };
+    return { ...facts(), missing: [], error: failure(err) };
+  }
 }

@@ -14,6 +14,11 @@ export type { Database } from "./schema.js";
 /** A query executor: the root database or an open transaction. Repositories take this. */
 export type Executor = Kysely<Database>;
 export type Tx = Transaction<Database>;
+/**
+ * What a caller adds to a service's transaction, after the change and with its result (the
+ * console's audit row): the two commit together or not at all.
+ */
+export type InSameTransaction<R> = (tx: Tx, result: R) => Promise<void>;
 
 export type DriverKind = "pglite" | "postgres";
 
@@ -145,6 +150,7 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
 export { keysetPage } from "./keyset.js";
 export {
   deleteRows,
+  type Filter,
   findRow,
   findRows,
   type Match,

@@ -12,13 +12,19 @@ type Executor = Kysely<Database>;
 export type Table = keyof Database & string;
 /** Values for some of a table's columns, matched with `=` (a null with `IS NULL`). */
 export type Match<T extends Table> = Partial<Selectable<Database[T]>>;
+/** As `Match`, where a column may also be given a list of values, matched with `IN`. */
+export type Filter<T extends Table> = {
+  [C in keyof Selectable<Database[T]>]?:
+    | Selectable<Database[T]>[C]
+    | ReadonlyArray<Selectable<Database[T]>[C]>;
+};
 
 function where(query: AnyQuery, match: object): AnyQuery {
   let q = query;
   for (const [column, value] of Object.entries(match)) {
     // A column named by the caller's own code (typed as the table's), never by input.
     if (value === undefined) throw new Error(`no value to match ${column} with`);
-    q = q.where(sql.ref(column), value === null ? "is" : "=", value);
+    q = q.where(sql.ref(column), value === null ? "is" : Array.isArray(value) ? "in" : "=", value);
   }
   return q;
 }
@@ -38,13 +44,17 @@ export function findRow<T extends Table>(
 /** A column to order by, ascending, or descending with ` desc`. */
 export type OrderBy<T extends Table> = (keyof Database[T] & string) | `${keyof Database[T] & string} desc`;
 
-/** Every row whose columns equal `match`, in the order of the columns named by `orderBy`. */
-export function findRows<T extends Table>(
+/**
+ * Every row whose columns equal `match` (or are among a list given for one; an empty list matches
+ * no row, without a query), in the order of the columns named by `orderBy`.
+ */
+export async function findRows<T extends Table>(
   db: Executor,
   table: T,
-  match: Match<T>,
+  match: Filter<T>,
   orderBy: ReadonlyArray<OrderBy<T>> = [],
 ): Promise<Selectable<Database[T]>[]> {
+  if (Object.values(match).some((v) => Array.isArray(v) && v.length === 0)) return [];
   let query = where(db.selectFrom(table as never).selectAll() as never as AnyQuery, match);
   for (const order of orderBy) {
     const [column, direction] = order.split(" ");

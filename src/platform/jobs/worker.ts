@@ -167,13 +167,17 @@ export class JobWorker {
     return max;
   }
 
-  /** Claimed jobs grouped into what one slot runs: a batch of one kind, or a single job. */
+  /**
+   * Claimed jobs grouped into what one slot runs: a batch of one kind, or a single job. A job run
+   * before (it failed, or its worker died holding it) runs alone: a job that kills its process
+   * must not spend the attempts of the jobs that happened to share its batch.
+   */
   #units(rows: JobRow[]): JobRow[][] {
     const units: JobRow[][] = [];
     const open = new Map<string, JobRow[]>();
     for (const row of rows) {
       const handler = this.#handlers.get(row.kind);
-      if (handler?.mode !== "batch") {
+      if (handler?.mode !== "batch" || row.attempts > 1) {
         units.push([row]);
         continue;
       }

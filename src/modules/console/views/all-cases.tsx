@@ -1,6 +1,6 @@
 import { CASE_STATUSES, DECISION_VALUES } from "../../case-model/index.js";
 import type { AllCasesPage } from "../all-cases.service.js";
-import { CaseCell, filterUrl, TypeWorkflowTagFilters } from "./case-list.js";
+import { CaseCell, DueCell, filterUrl, SortSelect, TypeWorkflowTagFilters } from "./case-list.js";
 import { Badge, DataTable, FilterSelect, label, Pager, Time } from "./components.js";
 import { Csrf, FieldError, FormError, Layout, Notice, type PageContext, PageHead } from "./layout.js";
 
@@ -65,6 +65,7 @@ export function AllCasesView({
   const f = view.form;
   const base = mine ? "/console/mine" : "/console/cases";
   const title = mine ? "My cases" : "All cases";
+  const order = f.sort === "due" ? "by due date, overdue first" : "newest first";
   const filtered = Object.entries(f).some(([k, v]) => v !== "" && !(mine && k === "assignee"));
   const names = new Map(view.users.map((u) => [u.userId, u.name]));
   const me = page.session?.userId;
@@ -73,8 +74,8 @@ export function AllCasesView({
       <PageHead title={title}>
         <p>
           {mine
-            ? "The cases you own, newest first. Overdue ones are marked."
-            : "Every case of every status and decision, newest first. Search by name, customer id, any identifier or case id."}
+            ? `The cases you own, ${order}. Overdue ones are marked.`
+            : `Every case of every status and decision, ${order}. Search by name, customer id, any identifier or case id.`}
         </p>
       </PageHead>
       {notice ? <Notice kind="ok">{notice}</Notice> : null}
@@ -118,6 +119,7 @@ export function AllCasesView({
         <Input name="to" title="Created to" type="date" value={f.to} />
         <Input name="amountMin" title="Amount from" type="number" value={f.amountMin} />
         <Input name="amountMax" title="Amount to" type="number" value={f.amountMax} />
+        <SortSelect value={f.sort} own="Newest first" />
         <div class="actions">
           <button type="submit" class="primary">
             Search
@@ -199,7 +201,7 @@ export function AllCasesView({
         <div class="panel empty">No case {filtered ? "matches this search" : mine ? "is yours" : "yet"}.</div>
       ) : (
         <DataTable
-          caption={`${title}, newest first`}
+          caption={`${title}, ${order}`}
           keyboard
           columns={[
             ...(canAct ? [{ head: <span class="skip">Choose</span> }] : []),
@@ -246,16 +248,7 @@ export function AllCasesView({
                   <span class="muted">—</span>
                 )}
               </td>
-              <td class={row.overdue ? "overdue" : undefined}>
-                {row.dueAt ? (
-                  <>
-                    <Time iso={row.dueAt.toISOString()} />
-                    {row.overdue ? <div class="small">overdue</div> : null}
-                  </>
-                ) : (
-                  <span class="muted">—</span>
-                )}
-              </td>
+              <DueCell row={row} />
               <td class="hide-narrow">
                 <Time iso={row.created_at.toISOString()} />
               </td>

@@ -1,5 +1,5 @@
 import { CASE_TYPES } from "../../case-model/index.js";
-import { FilterSelect } from "./components.js";
+import { FilterSelect, Time } from "./components.js";
 
 // The pieces the lists of cases share (the review queue, All cases and Mine): the links that keep
 // the filters, the filters they all offer, and the link to a case.
@@ -37,6 +37,27 @@ export function TypeWorkflowTagFilters({
       />
       <FilterSelect name="tag" title="Tag" value={values.tag} options={tags.map((t) => [t, t])} />
     </>
+  );
+}
+
+/** The order of a list: its own (`own`: "Newest first", "Oldest first") or by due date. */
+export function SortSelect({ value, own }: { value: string; own: string }) {
+  return <FilterSelect name="sort" title="Order" value={value} any={own} options={[["due", "Due date"]]} />;
+}
+
+/** When a case's review is due, in red once it is overdue (a dash when it has no deadline). */
+export function DueCell({ row }: { row: { dueAt: Date | null; overdue: boolean } }) {
+  return (
+    <td class={row.overdue ? "overdue" : undefined}>
+      {row.dueAt ? (
+        <>
+          <Time iso={row.dueAt.toISOString()} />
+          {row.overdue ? <div class="small">overdue</div> : null}
+        </>
+      ) : (
+        <span class="muted">—</span>
+      )}
+    </td>
   );
 }
 

@@ -1,6 +1,6 @@
 import { QUEUE_STATUSES } from "../../cases/index.js";
 import { type AGES, COUNT_CAP, type QueuePage } from "../queue.service.js";
-import { CaseCell, filterUrl, TypeWorkflowTagFilters } from "./case-list.js";
+import { CaseCell, DueCell, filterUrl, SortSelect, TypeWorkflowTagFilters } from "./case-list.js";
 import { age, Badge, DataTable, FilterSelect, label, Pager, SubmitButton, TimeCell } from "./components.js";
 import { Layout, type PageContext, PageHead } from "./layout.js";
 
@@ -18,13 +18,13 @@ const queueUrl = (filters: Record<string, string>, changes: Record<string, strin
 
 export function QueuePageView({ page, queue }: { page: PageContext; queue: QueuePage }) {
   const f = queue.filters;
-  const filtered = Boolean(f.type || f.workflowId || f.tag || f.age);
+  const filtered = Boolean(f.type || f.workflowId || f.tag || f.age || f.sort);
   return (
     <Layout page={page} title="Review queue">
       <PageHead title="Review queue">
         <p>
-          Oldest first. Press <kbd>j</kbd> and <kbd>k</kbd> to move through the cases, <kbd>Enter</kbd> to
-          open one.
+          {f.sort === "due" ? "By due date, overdue first" : "Oldest first"}. Press <kbd>j</kbd> and{" "}
+          <kbd>k</kbd> to move through the cases, <kbd>Enter</kbd> to open one.
         </p>
       </PageHead>
       <nav class="tabs" aria-label="Queue status">
@@ -49,6 +49,7 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
           value={f.age}
           options={Object.entries(AGE_TITLES) as Array<[string, string]>}
         />
+        <SortSelect value={f.sort} own="Oldest first" />
         <div class="actions">
           <SubmitButton>Apply filters</SubmitButton>
           {filtered ? (
@@ -64,7 +65,7 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
         </div>
       ) : (
         <DataTable
-          caption={`${TAB_TITLES[f.status]} cases, oldest first`}
+          caption={`${TAB_TITLES[f.status]} cases, ${f.sort === "due" ? "by due date, overdue first" : "oldest first"}`}
           keyboard
           columns={[
             "Case",
@@ -73,6 +74,7 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
             { head: "Workflow", narrow: true },
             { head: "Customer", narrow: true },
             { head: "Age", num: true },
+            "Due",
             { head: "Created", narrow: true },
           ]}
           rows={queue.rows}
@@ -91,6 +93,7 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
               </td>
               <td class="hide-narrow">{row.external_customer_id ?? <span class="muted">—</span>}</td>
               <td class="num">{age(row.created_at.toISOString())}</td>
+              <DueCell row={row} />
               <TimeCell iso={row.created_at.toISOString()} narrow />
             </>
           )}

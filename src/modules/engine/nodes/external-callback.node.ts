@@ -11,6 +11,7 @@ import {
   type NodeType,
   schemaRef,
 } from "../../workflows/index.js";
+import { nodeEvent } from "./node-event.js";
 
 /** Emits `external_callback.dispatch` and pauses until the callback (`next`) or the expiry (`onTimeout`). */
 export interface ExternalCallbackNode {
@@ -36,24 +37,9 @@ function dispatchEvent(
     payload: unknown;
   },
 ): NewEvent {
-  return {
-    tenantId: kase.tenantId,
-    caseId: kase.id,
-    type: "external_callback.dispatch",
-    webhookKey: input.webhookKey ?? null,
-    dryRun: kase.dryRun,
-    payload: {
-      event_type: "external_callback.dispatch",
-      tenantId: kase.tenantId,
-      caseId: kase.id,
-      nodeId: input.nodeId,
-      webhookKey: input.webhookKey ?? null,
-      callbackUrl: input.callbackUrl,
-      expiresAt: input.expiresAt.toISOString(),
-      payload: input.payload,
-      timestamp: new Date().toISOString(),
-    },
-  };
+  const { callbackUrl, expiresAt, payload } = input;
+  const body = { callbackUrl, expiresAt: expiresAt.toISOString(), payload };
+  return { ...nodeEvent(kase, "external_callback.dispatch", input, body), dryRun: kase.dryRun };
 }
 
 export const externalCallbackNode: NodeType<ExternalCallbackNode> = {

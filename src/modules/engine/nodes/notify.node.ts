@@ -9,6 +9,7 @@ import {
   type NodeType,
   schemaRef,
 } from "../../workflows/index.js";
+import { nodeEvent } from "./node-event.js";
 
 /** Emits `node.notification` with `output`, then goes on to `next`. */
 export interface NotifyNode {
@@ -32,24 +33,12 @@ export function notificationEvent(
     output: unknown;
   },
 ): NewEvent {
-  return {
-    tenantId: kase.tenantId,
-    caseId: kase.id,
-    type: "node.notification",
-    webhookKey: input.webhookKey ?? null,
-    dryRun: kase.dryRun,
-    payload: {
-      event_type: "node.notification",
-      ...(input.payloadType === undefined ? {} : { payloadType: input.payloadType }),
-      ...(input.tag === undefined ? {} : { tag: input.tag }),
-      tenantId: kase.tenantId,
-      caseId: kase.id,
-      nodeId: input.nodeId,
-      webhookKey: input.webhookKey ?? null,
-      output: input.output,
-      timestamp: new Date().toISOString(),
-    },
+  const head = {
+    ...(input.payloadType === undefined ? {} : { payloadType: input.payloadType }),
+    ...(input.tag === undefined ? {} : { tag: input.tag }),
   };
+  const event = nodeEvent(kase, "node.notification", input, { output: input.output }, head);
+  return { ...event, dryRun: kase.dryRun };
 }
 
 export const notifyNode: NodeType<NotifyNode> = {

@@ -1,0 +1,58 @@
+import type { AppContext } from "../../platform/context.js";
+import { type ClaimedJob, deleteJob } from "../../platform/jobs.js";
+import { getAttributesOf } from "../attributes/index.js";
+import { findCase, lockCase } from "../cases/index.js";
+import { evaluateOnThread, ListLookups, Offloads } from "../workflows/index.js";
+import { liveLists, lookUp, runChain } from "./chain.js";
+import { commit, variablesOf, workflowOf } from "./plan.js";
+import { type EvaluationJobPayload, isCurrentStep } from "./step-jobs.js";
+
+/** How many rounds of list lookups the thread's evaluation may ask for. */
+const LOOKUP_ROUNDS = 8;
+
+/**
+ * Runs a node's expression that passed its allowance on the event loop (the `engine.evaluate`
+ * handler, decision 0024): on a thread, under the evaluation deadline, with no transaction open
+ * and no case lock held, as an external node's call is made; then, in one transaction under the
+ * case lock, the node again with that result (and those of earlier rounds), and the nodes after
+ * it. A result past the deadline is a failure of the expression, which fails the case.
+ */
+export async function runEvaluationStep(
+  ctx: AppContext,
+  job: ClaimedJob<EvaluationJobPayload>,
+): Promise<void> {
+  const step = job.payload;
+  const before = await findCase(ctx.db.root, step.tenantId, step.caseId);
+  if (!isCurrentStep(before, step)) return;
+  const attributes = (await getAttributesOf(ctx.db.root, [before])).get(before.id) ?? {};
+  const variables = variablesOf(before, attributes, before.node_outputs);
+  const lookups = new ListLookups();
+  for (const a of step.answers) lookups.learn(a.list, a.value, a.found);
+  const offloads = Offloads.of(step.results);
+  for (let round = 0; ; round++) {
+    const result = await evaluateOnThread(
+      { ...step.expression, variables, answers: lookups.read() },
+      ctx.config.evaluationDeadlineMs,
+    );
+    if (result.missing.length === 0 || round >= LOOKUP_ROUNDS) {
+      offloads.learn(step.expression.kind, step.expression.source, result);
+      break;
+    }
+    for (const probe of result.missing) lookups.answer(probe.list, probe.value);
+    await lookUp(liveLists(ctx, ctx.db.root, step.tenantId), lookups, step.nodeId);
+  }
+  await ctx.db.transaction(async (tx) => {
+    const row = await lockCase(tx, step.tenantId, step.caseId);
+    if (!isCurrentStep(row, step)) return;
+    if (!(await deleteJob(tx, job.id))) return;
+    const wf = await workflowOf(ctx.nodeTypes, tx, row);
+    const plan = await runChain(ctx, tx, row, wf, {
+      seq: step.seq,
+      nodeId: step.nodeId,
+      attributes,
+      claim: undefined,
+      threads: { offloads, lookups, rounds: step.round },
+    });
+    await commit(tx, [plan]);
+  });
+}

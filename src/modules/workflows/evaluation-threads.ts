@@ -1,0 +1,54 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ErrorDetail } from "../../platform/errors.js";
+import { DeadlineExceeded, ThreadPool } from "../../platform/thread-pool.js";
+import type { SchemaTask } from "./json-schema.js";
+import type { ExpressionResult, ExpressionTask } from "./workflow.expressions.js";
+
+/**
+ * Evaluation that may run long goes to worker threads with a wall-clock deadline (decision
+ * 0024): expressions that passed their allowance on the event loop, and input-schema
+ * validations whose patterns' work passed theirs. Past the deadline the thread is ended, which
+ * stops even one long match, and the evaluation fails; the event loop never waits on it.
+ */
+
+export type ThreadTask = ({ type: "expression" } & ExpressionTask) | ({ type: "schema" } & SchemaTask);
+
+let pool: ThreadPool<ThreadTask, unknown> | undefined;
+
+function threads(): ThreadPool<ThreadTask, unknown> {
+  // The thread's script sits beside this file, as .ts in the sources and .js in dist/.
+  const here = fileURLToPath(import.meta.url);
+  const script = new URL(`./evaluation.worker${path.extname(here)}`, import.meta.url);
+  pool ??= new ThreadPool<ThreadTask, unknown>(script);
+  return pool;
+}
+
+function overrun(deadlineMs: number): string {
+  return `did not finish within the evaluation deadline of ${deadlineMs} ms`;
+}
+
+/** An expression's evaluation on a thread; past the deadline, a failure saying so. */
+export async function evaluateOnThread(task: ExpressionTask, deadlineMs: number): Promise<ExpressionResult> {
+  try {
+    return (await threads().run({ type: "expression", ...task }, deadlineMs)) as ExpressionResult;
+  } catch (err) {
+    if (!(err instanceof DeadlineExceeded)) throw err;
+    return { spent: 0, missing: [], error: overrun(deadlineMs) };
+  }
+}
+
+/** An input schema's validation of a payload on a thread; past the deadline, one problem saying so. */
+export async function validateOnThread(task: SchemaTask, deadlineMs: number): Promise<ErrorDetail[]> {
+  try {
+    return (await threads().run({ type: "schema", ...task }, deadlineMs)) as ErrorDetail[];
+  } catch (err) {
+    if (!(err instanceof DeadlineExceeded)) throw err;
+    return [
+      {
+        path: "payload",
+        message: `could not be checked against the input schema: its validation ${overrun(deadlineMs)}`,
+      },
+    ];
+  }
+}

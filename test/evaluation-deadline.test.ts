@@ -1,0 +1,219 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
+import { createTestApp, type TestApp } from "./support/app.js";
+import { adminHeaders, createPartner, type Partner } from "./support/fixtures.js";
+import { amountScreen, createWorkflow, eventsOf, kycSubject, waitForCase } from "./support/workflows.js";
+
+/**
+ * Decision 0024: evaluation the cost estimate gets wrong still ends within a wall-clock deadline,
+ * on a worker thread, while the event loop goes on serving other tenants; evaluation that is
+ * merely long moves to a thread and gives the outcome it would have given inline.
+ */
+
+const DEADLINE_MS = 1_000;
+let h: TestApp;
+let hostile: Partner;
+let ordinary: Partner;
+
+beforeAll(async () => {
+  h = await createTestApp({ evaluationDeadlineMs: DEADLINE_MS });
+  await h.startWorker();
+  hostile = await createPartner(h.app);
+  ordinary = await createPartner(h.app);
+  await createWorkflow(h.app, ordinary.tenantId, "screen", amountScreen);
+});
+afterAll(async () => h?.close());
+
+function oneRule(
+  when: string,
+  inputSchema: Record<string, unknown> = { type: "object" },
+): WorkflowDefinition {
+  return {
+    inputSchema,
+    start: "check",
+    nodes: [
+      { id: "check", type: "rules", rules: [{ when, next: "yes" }], default: "no" },
+      { id: "yes", type: "decision", decision: "approved", output: { seen: "size(payload.s)" } },
+      { id: "no", type: "decision", decision: "declined" },
+    ],
+  };
+}
+
+async function submit(partner: Partner, workflowId: string, payload: unknown) {
+  return h.app.inject({
+    method: "POST",
+    url: "/cases",
+    headers: partner.headers,
+    payload: { workflowId, type: "KYC", payload, subject: kycSubject },
+  });
+}
+
+async function created(partner: Partner, workflowId: string, payload: unknown): Promise<string> {
+  const res = await submit(partner, workflowId, payload);
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json().caseId as string;
+}
+
+describe("an evaluation its estimate gets wrong", () => {
+  it("fails its case at the deadline, while another tenant's case is decided and /health answers", async () => {
+    // cel-js parses duration() with a backtracking regular expression: a string of digits with
+    // no unit takes time cubic in its length, and is charged as one call and a short string.
+    await createWorkflow(h.app, hostile.tenantId, "slow", oneRule('duration(payload.s) == duration("1s")'));
+    const slow = await created(hostile, "slow", { s: "1".repeat(5_000) });
+    const other = await created(ordinary, "screen", { amount: 50 });
+
+    let healthWhileRunning = 0;
+    for (;;) {
+      const health = await h.app.inject({ url: "/health" });
+      expect(health.statusCode).toBe(200);
+      const { status } = (await h.app.inject({ url: `/cases/${slow}`, headers: hostile.headers })).json();
+      if (!["received", "running"].includes(status)) break;
+      healthWhileRunning++;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    // The event loop answered while the evaluation ran: it ran elsewhere.
+    expect(healthWhileRunning).toBeGreaterThan(0);
+
+    const failed = await waitForCase(h.app, hostile.headers, slow);
+    expect(failed.status).toBe("failed");
+    const events = await eventsOf(h.ctx, slow);
+    expect(events.map((e) => e.event_type)).toEqual(["case.failed"]);
+    expect(JSON.stringify(events[0]?.payload)).toContain(
+      `did not finish within the evaluation deadline of ${DEADLINE_MS} ms`,
+    );
+    const decided = await waitForCase(h.app, ordinary.headers, other);
+    expect(decided.status).toBe("decided");
+    expect(decided.result.decision.value).toBe("approved");
+  });
+});
+
+describe("an evaluation that moves to a thread", () => {
+  it("gives the outcome it gives on the event loop, outputs and trace included", async () => {
+    await createWorkflow(
+      h.app,
+      hostile.tenantId,
+      "long-text",
+      oneRule('payload.s.startsWith("ab") && size(payload.s) > 3'),
+    );
+    // 300 characters is past what the event loop handles; 4 is not.
+    const long = await waitForCase(
+      h.app,
+      hostile.headers,
+      await created(hostile, "long-text", { s: `ab${"c".repeat(298)}` }),
+    );
+    const short = await waitForCase(
+      h.app,
+      hostile.headers,
+      await created(hostile, "long-text", { s: "abcd" }),
+    );
+    const neither = await waitForCase(
+      h.app,
+      hostile.headers,
+      await created(hostile, "long-text", { s: `x${"c".repeat(299)}` }),
+    );
+    expect(long.result.decision.value).toBe("approved");
+    expect(long.result.workflow_result).toEqual({ seen: 300 });
+    expect(short.result.decision.value).toBe("approved");
+    expect(short.result.workflow_result).toEqual({ seen: 4 });
+    expect(neither.result.decision.value).toBe("declined");
+  });
+
+  it("reads the tenant's lists from a thread: the answers are looked up and the node decides as on the event loop", async () => {
+    const list = await h.app.inject({
+      method: "PUT",
+      url: `/admin/tenants/${hostile.tenantId}/lists/blocked`,
+      headers: adminHeaders,
+      payload: {},
+    });
+    expect(list.statusCode, list.body).toBe(200);
+    const added = await h.app.inject({
+      method: "POST",
+      url: `/admin/tenants/${hostile.tenantId}/lists/blocked/values`,
+      headers: adminHeaders,
+      payload: { add: ["bad"] },
+    });
+    expect(added.statusCode, added.body).toBe(200);
+    await createWorkflow(
+      h.app,
+      hostile.tenantId,
+      "listed",
+      oneRule('inList("blocked", payload.id) && size(payload.s) > 200'),
+    );
+    const note = "n".repeat(300);
+    const blocked = await waitForCase(
+      h.app,
+      hostile.headers,
+      await created(hostile, "listed", { id: "bad", s: note }),
+    );
+    const clean = await waitForCase(
+      h.app,
+      hostile.headers,
+      await created(hostile, "listed", { id: "good", s: note }),
+    );
+    expect(blocked.result.decision.value).toBe("approved");
+    expect(clean.result.decision.value).toBe("declined");
+    const trace = (
+      await h.app.inject({ url: `/admin/cases/${blocked.caseId}`, headers: adminHeaders })
+    ).json();
+    expect(trace.trace[0].lists).toEqual([{ list: "blocked", value: "bad", found: true }]);
+  });
+
+  it("records the customer attributes an expression read on a thread, as on the event loop", async () => {
+    await createWorkflow(
+      h.app,
+      hostile.tenantId,
+      "attributes",
+      oneRule('has(customer.attributes.tier) && customer.attributes.tier == "gold" && size(payload.s) > 200'),
+    );
+    const set = await h.app.inject({
+      method: "POST",
+      url: "/customer-attributes",
+      headers: hostile.headers,
+      payload: { externalCustomerId: "cust-42", attributes: { tier: "gold", other: 1 } },
+    });
+    expect(set.statusCode, set.body).toBe(200);
+    const res = await waitForCase(
+      h.app,
+      hostile.headers,
+      await created(hostile, "attributes", { s: "n".repeat(300) }),
+    );
+    expect(res.result.decision.value).toBe("approved");
+    const trace = (await h.app.inject({ url: `/admin/cases/${res.caseId}`, headers: adminHeaders })).json();
+    expect(trace.trace[0].attributes).toEqual({ tier: "gold" });
+  });
+
+  it("a comprehension over a 10,000-element list ends on the budget, on a thread", async () => {
+    await createWorkflow(
+      h.app,
+      hostile.tenantId,
+      "big-list",
+      oneRule("payload.l.all(x, payload.l.exists(y, y == x))"),
+    );
+    const res = await waitForCase(
+      h.app,
+      hostile.headers,
+      await created(hostile, "big-list", { l: Array.from({ length: 10_000 }, (_, i) => i), s: "" }),
+    );
+    expect(res.status).toBe("failed");
+    const events = await eventsOf(h.ctx, res.caseId);
+    expect(JSON.stringify(events[0]?.payload)).toContain("exceeded the evaluation budget");
+  });
+});
+
+describe("input-schema validation on a thread", () => {
+  it("a payload whose patterns need more than the event loop allows is validated on a thread: 201, or 400 past the allowance", async () => {
+    await createWorkflow(
+      h.app,
+      hostile.tenantId,
+      "pattern",
+      oneRule("true", { type: "object", properties: { s: { type: "string", pattern: "^[a-z]+$" } } }),
+    );
+    expect((await submit(hostile, "pattern", { s: "a".repeat(40_000) })).statusCode).toBe(201);
+    const bad = await submit(hostile, "pattern", { s: `${"a".repeat(40_000)}1` });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().details).toEqual([{ path: "payload.s", message: "must match the pattern ^[a-z]+$" }]);
+    const huge = await submit(hostile, "pattern", { s: "a".repeat(500_000) });
+    expect(huge.statusCode).toBe(400);
+    expect(huge.json().details[0].message).toContain("is too long for the input schema's patterns to check");
+  });
+});
