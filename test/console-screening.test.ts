@@ -368,6 +368,17 @@ describe("provider actions from the case page", () => {
     });
     expect(wrong.statusCode).toBe(409);
     expect(rig.sumsub.stats.requests.websdk_link).toBe(links + 1);
+
+    // A durable action without its required parameter is 400, and the vendor is not called.
+    const shares = rig.sumsub.stats.requests.share_token ?? 0;
+    const noClient = await t.analyst.post(`/console/cases/${caseId}/provider-actions`, {
+      kind: "durable",
+      brokerId: "sumsub",
+      actionId: "regenerate_share_token",
+    });
+    expect(noClient.statusCode).toBe(400);
+    expect(noClient.body).toMatch(/invalid params: .*forClientId/);
+    expect(rig.sumsub.stats.requests.share_token ?? 0).toBe(shares);
   });
 
   it("rescreens from the case page after the decision, and the hits shown are the rescreen's", async () => {

@@ -149,16 +149,21 @@ export async function listDurableActions(
 ): Promise<DurableActionView[]> {
   if (!isUuid(caseId) || !(await caseExists(ctx.db.root, tenantId, caseId))) throw notFound("case");
   const runs = await listRunsOfCase(ctx.db.root, tenantId, caseId);
-  const seen = new Set<string>();
-  const actions: DurableActionView[] = [];
-  for (const run of [...runs].reverse()) {
-    if (seen.has(run.broker_id)) continue;
-    seen.add(run.broker_id);
-    for (const a of brokerOf(run.broker_id)?.durableActions ?? []) {
-      actions.push({ brokerId: run.broker_id, id: a.id, label: a.label });
-    }
-  }
-  return actions;
+  return durableActionsOf(runs).map(({ brokerId, action }) => ({
+    brokerId,
+    id: action.id,
+    label: action.label,
+  }));
+}
+
+/** The durable actions of each broker that ran (runs newest first), in the order the brokers first ran. */
+function durableActionsOf(
+  runs: readonly ProviderRunRow[],
+): Array<{ brokerId: string; action: BrokerAction }> {
+  const brokers = [...new Set([...runs].reverse().map((r) => r.broker_id))];
+  return brokers.flatMap((brokerId) =>
+    (brokerOf(brokerId)?.durableActions ?? []).map((action) => ({ brokerId, action })),
+  );
 }
 
 /** Endpoint 7: a durable action of a broker that ran on the case. Not idempotent: each call is a vendor call. */
@@ -261,10 +266,8 @@ export async function getCaseActions(
       });
     }
   }
-  for (const view of await listDurableActions(ctx, tenantId, caseId)) {
-    const action = brokerOf(view.brokerId)?.durableActions.find((a) => a.id === view.id);
-    if (action) offered.push({ kind: "durable", brokerId: view.brokerId, ...action });
-  }
+  for (const { brokerId, action } of durableActionsOf(runs))
+    offered.push({ kind: "durable", brokerId, ...action });
   return {
     offered,
     recent: recent.map((r) => {
