@@ -118,6 +118,32 @@ describe("an evaluation that moves to a thread", () => {
     expect(neither.result.decision.value).toBe("declined");
   });
 
+  it("a score node's output that reads its own score gives it on a thread too", async () => {
+    await createWorkflow(h.app, hostile.tenantId, "score", {
+      inputSchema: { type: "object" },
+      start: "risk",
+      nodes: [
+        {
+          id: "risk",
+          type: "score",
+          rules: [{ when: "size(payload.s) > 200", points: 60 }],
+          bands: [
+            { minScore: 0, decision: "approved" },
+            { minScore: 50, decision: "in_review" },
+          ],
+          output: { score: "nodes.risk.score", tail: "payload.s.substring(298)" },
+        },
+      ],
+    });
+    const res = await waitForCase(
+      h.app,
+      hostile.headers,
+      await created(hostile, "score", { s: `${"n".repeat(298)}ok` }),
+    );
+    expect(res.status).toBe("in_review");
+    expect(res.result.workflow_result).toEqual({ score: 60, tail: "ok" });
+  });
+
   it("reads the tenant's lists from a thread: the answers are looked up and the node decides as on the event loop", async () => {
     const list = await h.app.inject({
       method: "PUT",

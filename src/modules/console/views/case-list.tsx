@@ -42,15 +42,7 @@ export function TypeWorkflowTagFilters({
 
 /** The order of a list: its own (`own`: "Newest first", "Oldest first") or by due date. */
 export function SortSelect({ value, own }: { value: string; own: string }) {
-  return (
-    <FilterSelect
-      name="sort"
-      title="Order"
-      value={value}
-      any={own}
-      options={[["due", "Due date"]]}
-    />
-  );
+  return <FilterSelect name="sort" title="Order" value={value} any={own} options={[["due", "Due date"]]} />;
 }
 
 /** When a case's review is due, in red once it is overdue (a dash when it has no deadline). */
