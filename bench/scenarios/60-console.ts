@@ -145,7 +145,9 @@ const scenario: Scenario = {
       // Review deadlines for two of the three types: the order by due date merges their parts.
       await sql`
         INSERT INTO review_slas (tenant_id, case_type, hours)
-        VALUES (${partner.tenantId}::uuid, 'KYC', 24), (${partner.tenantId}::uuid, 'KYB', 72)`.execute(db.root);
+        VALUES (${partner.tenantId}::uuid, 'KYC', 24), (${partner.tenantId}::uuid, 'KYB', 72)`.execute(
+        db.root,
+      );
       await sql`ANALYZE cases`.execute(db.root);
       await sql`ANALYZE entities`.execute(db.root);
       await sql`ANALYZE case_entities`.execute(db.root);
@@ -228,7 +230,11 @@ const scenario: Scenario = {
 
     // One request at a time: the service's own time (its Server-Timing header, from the request's
     // arrival to its answer) and the time seen by the client over loopback.
-    const load = () => os.loadavg().map((l) => l.toFixed(1)).join(" ");
+    const load = () =>
+      os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ");
     const notes = [
       `database: ${server.database}; ${CASES} cases in the tenant (40% in review, 20% tagged vip, ${CUSTOMERS} customers, 1% the analyst's), one request at a time, ${REQUESTS} per page (at most ${MAX_SECONDS} s) after ${WARMUP} unmeasured`,
       `load average at the start of the measures: ${load()}`,
@@ -255,7 +261,9 @@ const scenario: Scenario = {
       }
       const p99 = percentile(server_, 99);
       const met = p99 < target.goal;
-      notes.push(`${target.name}: server p99 ${round(p99)} ms, goal under ${target.goal} ms: ${met ? "met" : "missed"}`);
+      notes.push(
+        `${target.name}: server p99 ${round(p99)} ms, goal under ${target.goal} ms: ${met ? "met" : "missed"}`,
+      );
       ctx.log(`${target.name}: server p50 ${round(percentile(server_, 50))} ms, p99 ${round(p99)} ms`);
       rows.push({
         name: target.name,
