@@ -47,6 +47,10 @@ export {
   /** The signed-in user of a route that requires one. */
   sessionOf,
 } from "./console.plugin.js";
+export {
+  /** The signed-in user as the cases module's `Worker` (who acts, and whether for others). */
+  workerOf,
+} from "./all-cases.routes.js";
 // What a feature's console pages are built with (see console.seam.ts).
 export {
   /** What a feature's case panels are drawn with: the page and the actors' names. */
