@@ -112,6 +112,8 @@ export interface PacedLoad {
   seconds: number;
   /** Keep-alive sockets; requests beyond them wait in the client, and that wait counts as latency. */
   connections: number;
+  /** A status the load expects besides 2xx (a refusal it measures, such as 400). */
+  expectStatus?: number;
 }
 
 export interface PacedRun {
@@ -139,7 +141,8 @@ export async function paced(load: PacedLoad): Promise<PacedRun> {
       const req = http.request(load.url, { method: load.method, headers: load.headers, agent }, (res) => {
         res.resume();
         res.on("end", () => {
-          if ((res.statusCode ?? 0) >= 300) failures.push(`status ${res.statusCode}`);
+          const status = res.statusCode ?? 0;
+          if (status >= 300 && status !== load.expectStatus) failures.push(`status ${status}`);
           else latencies.push(performance.now() - at);
           resolve();
         });

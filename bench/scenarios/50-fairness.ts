@@ -214,8 +214,15 @@ const scenario: Scenario = {
       await server.admin("POST", base, definition);
       await server.admin("POST", `${base}/1/publish`);
     }
-    const submit = (headers: Record<string, string>, body: string, rate: number, seconds: number) =>
+    const submit = (
+      headers: Record<string, string>,
+      body: string,
+      rate: number,
+      seconds: number,
+      expectStatus?: number,
+    ) =>
       paced({
+        expectStatus,
         url: `${server.url}/cases`,
         method: "POST",
         headers: { ...headers, "content-type": "application/json" },
@@ -237,7 +244,9 @@ const scenario: Scenario = {
         submit(ordinary.headers, ordinarySubmission, ordinaryRate, seconds),
         others !== "none" ? submit(noisy.headers, noisySubmission, noisyRate, seconds) : Promise.resolve(),
         ...(others === "hostile"
-          ? hostile.map((t) => submit(t.partner.headers, t.body, hostileRate, seconds))
+          ? hostile.map((t) =>
+              submit(t.partner.headers, t.body, hostileRate, seconds, t.id === "schema" ? 400 : undefined),
+            )
           : []),
       ]);
       const to = new Date();
