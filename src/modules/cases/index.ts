@@ -143,6 +143,8 @@ export {
   countQueue,
   /** One page of the review queue: one status, oldest first, filtered, after a keyset position. */
   listQueue,
+  /** How many cases a queue page filtered by a tag reads at most (it says where it stopped). */
+  QUEUE_SCAN,
   /** The statuses the review queue shows, in the order of its tabs. */
   QUEUE_STATUSES,
   /** The filters of the review queue. */

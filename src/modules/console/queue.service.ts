@@ -39,6 +39,8 @@ export interface QueuePage {
   nextCursor: string | null;
   /** Past the first page. */
   paged: boolean;
+  /** The page stopped after reading its share of cases (a tag few carry): the next page reads on. */
+  scanned: boolean;
   workflows: string[];
   tags: string[];
 }
@@ -71,7 +73,7 @@ export async function reviewQueue(ctx: AppContext, tenantId: string, q: QueueQue
     createdTo,
     among: tag ? [casesTagged(ctx.db.root, tenantId, tag)] : undefined,
   };
-  const [rows, counts, workflows, tags] = await Promise.all([
+  const [listed, counts, workflows, tags] = await Promise.all([
     after?.kind === "created" || sort === ""
       ? listQueue(
           ctx.db.root,
@@ -80,11 +82,15 @@ export async function reviewQueue(ctx: AppContext, tenantId: string, q: QueueQue
           PAGE_SIZE + 1,
           after && { createdAt: after.at, id: after.id },
         )
-      : listCasesByDue(ctx.db.root, tenantId, filters, slas, PAGE_SIZE + 1, after),
+      : listCasesByDue(ctx.db.root, tenantId, filters, slas, PAGE_SIZE + 1, after).then((rows) => ({
+          rows,
+          scannedTo: undefined,
+        })),
     countQueue(ctx.db.root, tenantId, COUNT_CAP),
     getWorkflows(ctx, tenantId),
     getTagOptions(ctx, tenantId),
   ]);
+  const { rows, scannedTo } = listed;
   const page = rows.slice(0, PAGE_SIZE);
   const last = page.at(-1);
   const now = Date.now();
@@ -92,7 +98,13 @@ export async function reviewQueue(ctx: AppContext, tenantId: string, q: QueueQue
     filters: { status, type: type ?? "", workflowId: workflowId ?? "", tag: tag ?? "", age: age ?? "", sort },
     rows: page.map((row) => withDue(row, slas, now)),
     counts,
-    nextCursor: rows.length > PAGE_SIZE && last ? encodeCursor(last, sort) : null,
+    nextCursor:
+      rows.length > PAGE_SIZE && last
+        ? encodeCursor(last, sort)
+        : scannedTo
+          ? encodeCursor({ created_at: scannedTo.createdAt, id: scannedTo.id }, sort)
+          : null,
+    scanned: scannedTo !== undefined,
     paged: after !== undefined,
     workflows: workflows.map((w) => w.workflowId),
     tags: tags.map((t) => t.tag),
