@@ -1,6 +1,7 @@
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError } from "../../platform/errors.js";
+import { getCase, requireWork } from "../cases/index.js";
 import {
   type CaseView,
   type ConsoleSection,
@@ -16,7 +17,6 @@ import {
   Time,
   workerOf,
 } from "../console/index.js";
-import { getCase, requireWork } from "../cases/index.js";
 import { can } from "../users/index.js";
 import {
   getCaseActions,
