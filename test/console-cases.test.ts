@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { QUEUE_SCAN } from "../src/modules/cases/index.js";
+import { SCAN_LIMIT } from "../src/modules/cases/index.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { ConsoleClient, signedIn } from "./support/console.js";
 import { createPartner, createStoredCase, enableTags, type Partner } from "./support/fixtures.js";
@@ -107,47 +107,54 @@ describe("the review queue", () => {
     expect(new Set([...seen(first.body), ...seen(second.body)]).size).toBe(55);
   });
 
-  it("filtered by a tag few cases carry, reads a bounded share of the status per page and pages on", async () => {
-    const partner = await createPartner(h.app);
-    const { browser } = await signedIn(h.app, partner.tenantId, "viewer");
-    // More failed cases than a tagged page reads; only the two newest carry the tag.
-    await sql`
+  // The queue reads oldest first: its last cases carry the tag; All cases newest first: its first.
+  it.each([
+    { list: "the queue", path: "/console/queue", tagged: "desc" as const },
+    { list: "All cases", path: "/console/cases", tagged: "asc" as const },
+  ])(
+    "$list, filtered by a tag few cases carry, reads a bounded share per page and pages on",
+    async ({ path, tagged }) => {
+      const partner = await createPartner(h.app);
+      const { browser } = await signedIn(h.app, partner.tenantId, "viewer");
+      // More failed cases than a tagged page reads; only the two it reads last carry the tag.
+      await sql`
       INSERT INTO cases (id, tenant_id, request_id, status, type, workflow_id, workflow_version, subject,
                          payload, metadata, decision_history, dry_run, created_at, updated_at)
       SELECT gen_random_uuid(), ${partner.tenantId}::uuid, 'scan-' || g, 'failed', 'KYC', 'kyc', 1,
              '{"displayName":"Scanned"}'::json, '{}'::json, '{}'::json, '[]'::jsonb, false,
              now() - make_interval(secs => g), now()
-      FROM generate_series(1, ${QUEUE_SCAN + 10}::int) AS g`.execute(h.ctx.db.root);
-    const newest = await h.ctx.db.root
-      .selectFrom("cases")
-      .select("id")
-      .where("tenant_id", "=", partner.tenantId)
-      .orderBy("created_at", "desc")
-      .limit(2)
-      .execute();
-    await enableTags(h.app, partner.tenantId, "vip");
-    for (const { id } of newest) {
-      const tagged = await h.app.inject({
-        method: "POST",
-        url: `/cases/${id}/tags`,
-        headers: partner.headers,
-        payload: { tag: "vip" },
-      });
-      expect(tagged.statusCode, tagged.body).toBeLessThan(300);
-    }
-    const first = await browser.get("/console/queue?status=failed&tag=vip");
-    expect(first.statusCode).toBe(200);
-    for (const { id } of newest) expect(first.body).not.toContain(id);
-    expect(first.body).toContain("the next page reads on");
-    const next = /href="(\/console\/queue\?[^"]*cursor=[^"]+)"/
-      .exec(first.body)?.[1]
-      ?.replaceAll("&amp;", "&");
-    expect(next).toBeDefined();
-    const second = await browser.get(next as string);
-    expect(second.statusCode).toBe(200);
-    for (const { id } of newest) expect(second.body).toContain(`/console/cases/${id}`);
-    expect(second.body).not.toContain("the next page reads on");
-  });
+      FROM generate_series(1, ${SCAN_LIMIT + 10}::int) AS g`.execute(h.ctx.db.root);
+      const last = await h.ctx.db.root
+        .selectFrom("cases")
+        .select("id")
+        .where("tenant_id", "=", partner.tenantId)
+        .orderBy("created_at", tagged)
+        .limit(2)
+        .execute();
+      await enableTags(h.app, partner.tenantId, "vip");
+      for (const { id } of last) {
+        const tag = await h.app.inject({
+          method: "POST",
+          url: `/cases/${id}/tags`,
+          headers: partner.headers,
+          payload: { tag: "vip" },
+        });
+        expect(tag.statusCode, tag.body).toBeLessThan(300);
+      }
+      const first = await browser.get(`${path}?status=failed&tag=vip`);
+      expect(first.statusCode).toBe(200);
+      for (const { id } of last) expect(first.body).not.toContain(id);
+      expect(first.body).toContain("the next page reads on");
+      const next = new RegExp(`href="(${path}\\?[^"]*cursor=[^"]+)"`)
+        .exec(first.body)?.[1]
+        ?.replaceAll("&amp;", "&");
+      expect(next).toBeDefined();
+      const second = await browser.get(next as string);
+      expect(second.statusCode).toBe(200);
+      for (const { id } of last) expect(second.body).toContain(`/console/cases/${id}`);
+      expect(second.body).not.toContain("the next page reads on");
+    },
+  );
 });
 
 describe("the case page", () => {

@@ -39,6 +39,10 @@ export {
   listCases,
   /** One page of the tenant's cases by due date, the most overdue first, then those without a deadline. */
   listCasesByDue,
+  /** One page newest first filtered by a tag, reading at most SCAN_LIMIT cases (it says where it stopped). */
+  listCasesScanned,
+  /** How many cases a page filtered by a tag (the queue's, All cases') reads at most. */
+  SCAN_LIMIT,
 } from "./case-search.repo.js";
 export {
   /** Closes a case for good */
@@ -143,8 +147,6 @@ export {
   countQueue,
   /** One page of the review queue: one status, oldest first, filtered, after a keyset position. */
   listQueue,
-  /** How many cases a queue page filtered by a tag reads at most (it says where it stopped). */
-  QUEUE_SCAN,
   /** The statuses the review queue shows, in the order of its tabs. */
   QUEUE_STATUSES,
   /** The filters of the review queue. */

@@ -1,5 +1,14 @@
 import { type Executor, keysetPage } from "../../platform/db/index.js";
-import { type CaseFilters, filterCases, type ListedCase, listedCases } from "./case-search.repo.js";
+import {
+  type CaseFilters,
+  type CaseKeyset,
+  filterCases,
+  type ListedCase,
+  listedCases,
+  type ScannedPage,
+  scanEdge,
+  upTo,
+} from "./case-search.repo.js";
 
 // The review queue's read of the cases table, for the console: the "All cases" view's query and
 // filters, one status at a time, oldest first.
@@ -16,64 +25,29 @@ export type QueueFilters = Pick<CaseFilters, "type" | "workflowId" | "createdTo"
 export type QueueRow = ListedCase;
 
 /**
- * How many cases of the status a page filtered by another module's ids (a tag) reads at most:
- * a tag that few of them carry, or none, would otherwise have the page read the whole status.
- */
-export const QUEUE_SCAN = 2000;
-
-export interface QueuePageRows {
-  rows: QueueRow[];
-  /**
-   * Set when fewer than `limit` rows matched within the QUEUE_SCAN cases read: the last case read,
-   * where the next page goes on.
-   */
-  scannedTo?: { createdAt: Date; id: string };
-}
-
-/**
  * One page of the queue, oldest first, after the keyset position `after`. The index
  * `cases_tenant_status (tenant_id, status, created_at DESC, id DESC)`, read backwards, serves it.
- * With a tag (`among`), the page reads at most QUEUE_SCAN cases along it: the QUEUE_SCAN-th is
- * found first, and the page stops there.
+ * With a tag (`among`), the page reads at most SCAN_LIMIT cases along it: the SCAN_LIMIT-th is
+ * found first, and the page stops there (`scannedTo` when it is short).
  */
 export async function listQueue(
   db: Executor,
   tenantId: string,
   f: QueueFilters,
   limit: number,
-  after: { createdAt: Date; id: string } | undefined,
-): Promise<QueuePageRows> {
+  after: CaseKeyset | undefined,
+): Promise<ScannedPage<QueueRow>> {
   const position = after && ([after.createdAt, after.id] as const);
-  // The plain `>=` / `<=` on the time bound the index range; the keyset's own condition (an OR)
-  // is exact but is no index condition.
-  const from = <Q extends ReturnType<typeof listedCases>>(q: Q): Q =>
-    (after ? q.where("created_at", ">=", after.createdAt) : q) as Q;
-  const query = from(filterCases(listedCases(db, tenantId), f));
+  // The plain bound on the time lets the index range start at the position (the keyset's own
+  // condition, an OR, is exact but no index condition).
+  let query = filterCases(listedCases(db, tenantId), f);
+  if (after) query = query.where("created_at", ">=", after.createdAt);
   if (!f.among || f.among.length === 0)
     return { rows: await keysetPage(query, ["created_at", "id"], "asc", position, limit).execute() };
-  const edge = await keysetPage(
-    from(filterCases(listedCases(db, tenantId), { ...f, among: undefined })),
-    ["created_at", "id"],
-    "asc",
-    position,
-    1,
-  )
-    .offset(QUEUE_SCAN - 1)
-    .executeTakeFirst();
-  const bounded = edge
-    ? query
-        .where("created_at", "<=", edge.created_at)
-        .where((eb) =>
-          eb.or([
-            eb("created_at", "<", edge.created_at),
-            eb.and([eb("created_at", "=", edge.created_at), eb("id", "<=", edge.id)]),
-          ]),
-        )
-    : query;
+  const edge = await scanEdge(db, tenantId, f, "asc", after);
+  const bounded = edge ? upTo(edge, "asc")(query) : query;
   const rows = await keysetPage(bounded, ["created_at", "id"], "asc", position, limit).execute();
-  return rows.length < limit && edge
-    ? { rows, scannedTo: { createdAt: edge.created_at, id: edge.id } }
-    : { rows };
+  return rows.length < limit && edge ? { rows, scannedTo: edge } : { rows };
 }
 
 /** How many cases each tab holds, counted up to `cap` (a tab shows "1000+" past it). */

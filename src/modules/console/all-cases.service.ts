@@ -10,6 +10,7 @@ import {
   getReviewSlas,
   listCases,
   listCasesByDue,
+  listCasesScanned,
 } from "../cases/index.js";
 import { casesTagged, getTagOptions } from "../tags/index.js";
 import { getUsers } from "../users/index.js";
@@ -51,6 +52,8 @@ export interface AllCasesPage {
   rows: AllCasesRow[];
   nextCursor: string | null;
   paged: boolean;
+  /** The page stopped after reading its share of cases (a tag few carry): the next page reads on. */
+  scanned: boolean;
   workflows: string[];
   tags: string[];
   users: Array<{ userId: string; name: string }>;
@@ -137,7 +140,20 @@ export async function allCases(
   };
 
   let found: Promise<CaseListRow[]>;
-  if (q === "") {
+  let scannedTo: { createdAt: Date; id: string } | undefined;
+  if (q === "" && tag && (position?.kind === "created" || sort === "")) {
+    // A tag few of the filtered cases carry: the page reads a bounded share of them (SCAN_LIMIT).
+    found = listCasesScanned(
+      ctx.db.root,
+      tenantId,
+      filters,
+      limit,
+      position && { createdAt: position.at, id: position.id },
+    ).then((scanned) => {
+      scannedTo = scanned.scannedTo;
+      return scanned.rows;
+    });
+  } else if (q === "") {
     found = list(filters);
   } else {
     // A case id is not a name: its pieces would only make the name search slower.
@@ -185,7 +201,13 @@ export async function allCases(
   return {
     form,
     rows: page.map((row) => withDue(row, slas, now)),
-    nextCursor: rows.length > ALL_PAGE_SIZE && last ? encodeCursor(last, sort) : null,
+    nextCursor:
+      rows.length > ALL_PAGE_SIZE && last
+        ? encodeCursor(last, sort)
+        : scannedTo
+          ? encodeCursor({ created_at: scannedTo.createdAt, id: scannedTo.id }, sort)
+          : null,
+    scanned: scannedTo !== undefined,
     paged: position !== undefined,
     workflows: workflows.map((w) => w.workflowId),
     tags: tags.map((t) => t.tag),
