@@ -171,6 +171,8 @@ describe("the case page", () => {
     expect(page.body).toContain("transaction.amount");
     expect(page.headers["content-security-policy"]).toContain("script-src 'self'");
     expect(page.headers["x-frame-options"]).toBe("DENY");
+    // Its time in the service, as the console bench reads it.
+    expect(page.headers["server-timing"]).toMatch(/^app;dur=\d+\.\d$/);
   });
 
   it("tells a score node's path: each rule that held with its points, the score and the band", async () => {
