@@ -110,6 +110,34 @@ describe("the console's workflow pages", () => {
     expect(bad.statusCode).toBe(400);
   });
 
+  it("dry runs a case on a version for an admin, and opens it", async () => {
+    const { partner } = await tenantWithCandidate();
+    const admin = await signedIn(h.app, partner.tenantId, "admin");
+    await admin.browser.get("/console/workflows/pay?version=2");
+    const submission = JSON.stringify({ type: "KYC", payload: { amount: 700 }, subject: kycSubject });
+    const ran = await admin.browser.post("/console/workflows/pay/dry-run", { version: "2", submission });
+    expect(ran.statusCode, ran.body).toBe(303);
+    const caseId = /\/console\/cases\/([0-9a-f-]{36})$/.exec(String(ran.headers.location))?.[1] as string;
+    const kase = await h.ctx.db.root
+      .selectFrom("cases")
+      .select(["dry_run", "workflow_version", "decision"])
+      .where("id", "=", caseId)
+      .executeTakeFirstOrThrow();
+    expect(kase).toMatchObject({ dry_run: true, workflow_version: 2, decision: { value: "in_review" } });
+    expect((await admin.browser.get(`/console/cases/${caseId}`)).statusCode).toBe(200);
+    for (const bad of [
+      "not json",
+      "[]",
+      JSON.stringify({ type: "Loan", payload: {}, subject: kycSubject }),
+    ]) {
+      const refused = await admin.browser.post("/console/workflows/pay/dry-run", {
+        version: "2",
+        submission: bad,
+      });
+      expect(refused.statusCode, bad).toBe(400);
+    }
+  });
+
   it("puts a definition in words and two versions' difference line by line", () => {
     expect(
       nodeInWords({

@@ -1,7 +1,6 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAppContext, serviceMigrations } from "../src/context.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
@@ -9,6 +8,7 @@ import { type Db, openDb } from "../src/platform/db/index.js";
 import { createLogger } from "../src/platform/logger.js";
 import { migrate } from "../src/platform/migrate.js";
 import { ADMIN_TOKEN, buildCheckedApp, testConfig } from "./support/app.js";
+import { pastCases } from "./support/backtests.js";
 import { type Child, runTs } from "./support/children/process.js";
 import { createServerDatabase, SERVER_URL } from "./support/db.js";
 import { adminHeaders, createPartner } from "./support/fixtures.js";
@@ -64,38 +64,6 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-/**
- * 5,000 past cases of version 1 (review over 1,000), as the engine leaves them: decided by the
- * workflow, with their two steps. Written in two statements: going through the engine would only
- * make the test slower, and the engine's own recording is tested elsewhere.
- */
-async function pastCases(db: Db, tenantId: string): Promise<void> {
-  await sql`
-    INSERT INTO cases (id, tenant_id, request_id, status, type, workflow_id, workflow_version, subject,
-                       payload, metadata, decision, decision_history, step_seq, created_at, updated_at)
-    SELECT gen_random_uuid(), ${tenantId}::uuid, gen_random_uuid()::text,
-           CASE WHEN i % 2000 > 1000 THEN 'in_review' ELSE 'decided' END, 'KYC', 'pay', 1,
-           '{"displayName": "Ada"}'::jsonb, jsonb_build_object('amount', i % 2000), '{}'::jsonb, d.entry,
-           jsonb_build_array(d.entry), 2, now() - make_interval(secs => ${CASES}::int - i), now()
-    FROM generate_series(0, ${CASES - 1}::int) AS i
-    CROSS JOIN LATERAL (
-      SELECT jsonb_build_object('value', CASE WHEN i % 2000 > 1000 THEN 'in_review' ELSE 'approved' END,
-                                'source', 'workflow', 'actor', 'node:screen',
-                                'decidedAt', now()) AS entry
-    ) d`.execute(db.root);
-  await sql`
-    INSERT INTO case_steps (tenant_id, case_id, seq, node_id, node_type, status, output, next_node_id,
-                            explain, created_at, finished_at)
-    SELECT c.tenant_id, c.id, s.seq, s.node_id, s.node_type, 'completed', '{}'::jsonb, s.next,
-           '{}'::jsonb, c.created_at, c.created_at
-    FROM cases c
-    CROSS JOIN LATERAL (VALUES
-      (1, 'screen', 'rules', CASE WHEN c.status = 'in_review' THEN 'review' ELSE 'approve' END),
-      (2, CASE WHEN c.status = 'in_review' THEN 'review' ELSE 'approve' END, 'decision', NULL)
-    ) AS s(seq, node_id, node_type, next)
-    WHERE c.tenant_id = ${tenantId}::uuid`.execute(db.root);
-}
-
 describe("a backtest's worker killed with SIGKILL in the middle of 5,000 cases", () => {
   it("resumes after each kill and counts every case once", async () => {
     const db = await open();
@@ -104,7 +72,7 @@ describe("a backtest's worker killed with SIGKILL in the middle of 5,000 cases",
     const app = await buildCheckedApp(createAppContext({ config, db, log: createLogger("silent") }));
     const partner = await createPartner(app);
     await createWorkflow(app, partner.tenantId, "pay", screenAt(1000));
-    await pastCases(db, partner.tenantId);
+    await pastCases(db, partner.tenantId, CASES);
     await createWorkflow(app, partner.tenantId, "pay", screenAt(500), { publish: false });
     const started = await app.inject({
       method: "POST",

@@ -3,6 +3,7 @@ import { runBacktest } from "../src/modules/backtests/backtests.runner.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import type { JobWorker } from "../src/platform/jobs.js";
 import { ADMIN_TOKEN, createTestApp, type TestApp } from "./support/app.js";
+import { pastCases } from "./support/backtests.js";
 import { runCds } from "./support/cli.js";
 import { adminHeaders, createPartner, createTenant, type Partner } from "./support/fixtures.js";
 import { type ProviderRig, startProviderRig } from "./support/providers.js";
@@ -621,6 +622,51 @@ describe("running backtests", () => {
       `/admin/tenants/${partner.tenantId}/backtests/${list[0]?.backtestId}/cancel`,
     );
     expect(ended.statusCode).toBe(409);
+  });
+});
+
+describe("cancelling a backtest", () => {
+  it("stops it at the next batch: the cases it replayed keep their results, no other is replayed", async () => {
+    const partner = await createPartner(h.app);
+    await createWorkflow(h.app, partner.tenantId, "pay", screenAt(1000));
+    await pastCases(h.ctx.db, partner.tenantId, 20_000);
+    const started = await start(partner.tenantId, {
+      workflowId: "pay",
+      version: 1,
+      from: new Date(Date.now() - 86_400_000).toISOString(),
+    });
+    const path = `/admin/tenants/${partner.tenantId}/backtests/${started.backtestId}`;
+    await waitFor(async () => ((await admin("GET", path)).json().done > 0 ? true : undefined), LONG);
+    const cancelled = await admin("POST", `${path}/cancel`);
+    expect(cancelled.statusCode, cancelled.body).toBe(200);
+    expect(cancelled.json().status).toBe("cancelled");
+    // The job ends (its row is gone) at its next batch at the latest.
+    await waitFor(
+      async () => {
+        const job = await h.ctx.db.root
+          .selectFrom("jobs")
+          .select("id")
+          .where("job_key", "=", `backtest.run:${started.backtestId}`)
+          .executeTakeFirst();
+        return job ? undefined : true;
+      },
+      LONG,
+      "the backtest's job to end",
+    );
+    const end = (await admin("GET", path)).json();
+    expect(end.status).toBe("cancelled");
+    expect(end.done).toBeLessThan(20_000);
+    const replayed = await h.ctx.db.root
+      .selectFrom("backtest_cases")
+      .select((eb) => eb.fn.countAll<string>().as("n"))
+      .where("backtest_id", "=", started.backtestId)
+      .where("after", "is not", null)
+      .executeTakeFirstOrThrow();
+    expect(Number(replayed.n)).toBe(end.done);
+    const counted = Object.values(end.summary.decisions as Record<string, Record<string, number>>)
+      .flatMap((row) => Object.values(row))
+      .reduce((a, b) => a + b, 0);
+    expect(counted).toBe(end.done);
   });
 });
 

@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import { entityId } from "../../src/modules/entities/keys.js";
+import type { WorkflowDefinition } from "../../src/modules/workflows/workflow.types.js";
 import type { Db } from "../../src/platform/db/index.js";
 
 // A tenant's past: Transaction cases between customers and receivers' IBANs, written straight
@@ -154,4 +155,51 @@ export async function keyWindows(
     FROM case_entities WHERE entity_id = ${entityId(tenantId, type, value)}`.execute(db.root);
   const r = rows[0];
   return { total: Number(r?.total), hour: Number(r?.hour), week: Number(r?.week), month: Number(r?.month) };
+}
+
+/** The block list the history workflow's rules node reads. */
+export const LIST_ID = "blocked_ibans";
+
+/** The workflow: three figures by customer, the receiver's IBAN in the block list, the decision. */
+export function historyWorkflow(withList: boolean): WorkflowDefinition {
+  return {
+    inputSchema: { type: "object" },
+    start: "history",
+    nodes: [
+      {
+        id: "history",
+        type: "aggregate",
+        next: "screen",
+        aggregates: {
+          payments1h: { function: "count", by: "customer", window: "PT1H" },
+          amount7d: { function: "sum", field: "amount", by: "customer", window: "P7D" },
+          ibans30d: { function: "countDistinct", by: "customer", distinct: "iban", window: "P30D" },
+        },
+      },
+      {
+        id: "screen",
+        type: "rules",
+        rules: [
+          ...(withList
+            ? [
+                {
+                  when: `inList("${LIST_ID}", subject.transaction.parties[1].identifiers[0].value)`,
+                  next: "decline",
+                },
+              ]
+            : []),
+          {
+            when: "nodes.history.payments1h > 100 || nodes.history.amount7d > 1000000.0 || nodes.history.ibans30d > 5000",
+            next: "review",
+          },
+        ],
+        default: "approve",
+      },
+      { id: "approve", type: "decision", decision: "approved", output: { reason: "'screened'" } },
+      { id: "review", type: "decision", decision: "in_review", output: { reason: "'velocity'" } },
+      ...(withList
+        ? [{ id: "decline", type: "decision", decision: "declined", output: { reason: "'blocked IBAN'" } }]
+        : []),
+    ],
+  };
 }

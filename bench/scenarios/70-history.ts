@@ -1,13 +1,14 @@
-import type { WorkflowDefinition } from "../../src/modules/workflows/workflow.types.js";
 import { type CaseSummary, decisionsIn, drained, workNotes } from "../lib/cases.js";
 import { bareBaseline, rateFigures, saturate, steadyRounds, workOfSubmissions } from "../lib/decisioning.js";
 import { runIfMain } from "../lib/harness.js";
 import {
   customerKey,
   type HistoryShape,
+  historyWorkflow,
   hotKey,
   ibanKey,
   keyWindows,
+  LIST_ID,
   seedHistory,
   transactionSubject,
 } from "../lib/history.js";
@@ -48,52 +49,6 @@ function shapeOf(database: Database): HistoryShape {
     customers: Math.max(1, setting("BENCH_HISTORY_CUSTOMERS", 50_000)),
     ibans: Math.max(1, setting("BENCH_HISTORY_IBANS", 100_000)),
     days: Math.max(1, setting("BENCH_HISTORY_DAYS", 90)),
-  };
-}
-
-const LIST_ID = "blocked_ibans";
-
-/** The workflow: three figures by customer, the receiver's IBAN in the block list, the decision. */
-function historyWorkflow(withList: boolean): WorkflowDefinition {
-  return {
-    inputSchema: { type: "object" },
-    start: "history",
-    nodes: [
-      {
-        id: "history",
-        type: "aggregate",
-        next: "screen",
-        aggregates: {
-          payments1h: { function: "count", by: "customer", window: "PT1H" },
-          amount7d: { function: "sum", field: "amount", by: "customer", window: "P7D" },
-          ibans30d: { function: "countDistinct", by: "customer", distinct: "iban", window: "P30D" },
-        },
-      },
-      {
-        id: "screen",
-        type: "rules",
-        rules: [
-          ...(withList
-            ? [
-                {
-                  when: `inList("${LIST_ID}", subject.transaction.parties[1].identifiers[0].value)`,
-                  next: "decline",
-                },
-              ]
-            : []),
-          {
-            when: "nodes.history.payments1h > 100 || nodes.history.amount7d > 1000000.0 || nodes.history.ibans30d > 5000",
-            next: "review",
-          },
-        ],
-        default: "approve",
-      },
-      { id: "approve", type: "decision", decision: "approved", output: { reason: "'screened'" } },
-      { id: "review", type: "decision", decision: "in_review", output: { reason: "'velocity'" } },
-      ...(withList
-        ? [{ id: "decline", type: "decision", decision: "declined", output: { reason: "'blocked IBAN'" } }]
-        : []),
-    ],
   };
 }
 

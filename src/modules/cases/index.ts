@@ -125,8 +125,12 @@ export {
   getComments,
   /** The tenant's review deadlines, in hours by case type. */
   getReviewSlas,
+  /** Whether a worker may act on a case of this owner (analysts: their own and nobody's; admins: any). */
+  mayWork,
   /** Deletes a saved filter (its author or an admin). */
   removeCaseFilter,
+  /** 409 when another analyst owns the case (an admin acts on any); 404 for another tenant's. */
+  requireWork,
   /** Saves a filter of the "All cases" view under a name. */
   saveCaseFilter,
   /** Sets the tenant's review deadlines by case type. */

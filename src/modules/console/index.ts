@@ -32,6 +32,10 @@ export const consoleModule: FeatureModule = {
 };
 
 export {
+  /** The signed-in user as the cases module's `Worker` (who acts, and whether for others). */
+  workerOf,
+} from "./all-cases.routes.js";
+export {
   /** What a case page says above its panels: a notice, a refused form, an action's result. */
   type CasePageOptions,
   /** Sends the case page of the signed-in user's tenant (404 for another tenant's case). */

@@ -1,6 +1,7 @@
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError } from "../../platform/errors.js";
+import { getCase, requireWork } from "../cases/index.js";
 import {
   type CaseView,
   type ConsoleSection,
@@ -14,6 +15,7 @@ import {
   sendPage,
   sessionOf,
   Time,
+  workerOf,
 } from "../console/index.js";
 import { can } from "../users/index.js";
 import {
@@ -75,6 +77,25 @@ function providerRoutes(scope: App, ctx: AppContext): void {
     const session = sessionOf(request);
     const { caseId } = request.params;
     const form = formOf(request);
+    // The same rule as the case's other work: a dry run's case is not acted on, and an analyst
+    // acts on their own cases and those nobody owns (an admin on any).
+    if ((await getCase(ctx, session.tenantId, caseId)).dryRun) {
+      const result = (
+        <ActionResult
+          label="Provider action"
+          outcome="failed"
+          message="A dry run's case: no provider action is run on it."
+        />
+      );
+      return sendCasePage(ctx, request, reply, caseId, { result, status: 409 });
+    }
+    try {
+      await requireWork(ctx, workerOf(session), caseId);
+    } catch (error) {
+      if (!(error instanceof AppError) || error.status !== 409) throw error;
+      const result = <ActionResult label="Provider action" outcome="failed" message={error.message} />;
+      return sendCasePage(ctx, request, reply, caseId, { result, status: 409 });
+    }
     const { offered } = await getCaseActions(ctx, session.tenantId, caseId);
     const action = offered.find(
       (a) =>
@@ -181,7 +202,14 @@ export const providersConsole: ConsoleSection = {
         recent={actions.recent}
         view={view}
         caseId={caseId}
-        canAct={reviewer(view)}
+        canAct={reviewer(view) && !view.dryRun && view.mayWork}
+        refusal={
+          view.dryRun
+            ? "A dry run's case: no provider action is run on it."
+            : reviewer(view) && !view.mayWork
+              ? "Another analyst owns this case: only they, or an admin, act on it."
+              : undefined
+        }
       />
     ) : null;
     return identity || buttons ? (

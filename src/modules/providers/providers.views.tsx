@@ -370,17 +370,21 @@ export function ActionsPanel({
   view,
   caseId,
   canAct,
+  refusal,
 }: {
   offered: OfferedAction[];
   recent: ActionRunView[];
   view: CaseView;
   caseId: string;
   canAct: boolean;
+  /** Why no button is drawn, when the user could otherwise act (a dry run's case, another's). */
+  refusal?: string;
 }) {
   const pending = offered.filter((a) => a.kind === "pending");
   const durable = offered.filter((a) => a.kind === "durable");
   return (
     <Panel title="Provider actions" id="provider-actions">
+      {!canAct && refusal && offered.length > 0 ? <p class="small muted">{refusal}</p> : null}
       {canAct ? (
         <ActionGroup
           title={

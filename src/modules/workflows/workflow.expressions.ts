@@ -329,7 +329,8 @@ function metered<T>(variables: ExpressionVariables, kind: ExpressionKind, source
   current = m;
   currentLookups = LOOKUPS.of(variables);
   const needsThread = () => {
-    (m.offloads as Offloads).want({ kind, source, budget: budgetAtStart });
+    // A node type may add to `nodes` what its own expressions read (a score node, its score).
+    (m.offloads as Offloads).want({ kind, source, budget: budgetAtStart, nodes: variables.nodes });
     return new ThreadNeeded();
   };
   try {
@@ -663,18 +664,18 @@ export type ExpressionResult = {
  */
 export class Offloads {
   readonly #results = new Map<string, ExpressionResult>();
-  #wanted: { kind: ExpressionKind; source: string; budget: number } | undefined;
+  #wanted: WantedExpression | undefined;
 
   result(kind: ExpressionKind, source: string): ExpressionResult | undefined {
     return this.#results.get(`${kind}\u0000${source}`);
   }
 
-  want(task: { kind: ExpressionKind; source: string; budget: number }): void {
+  want(task: WantedExpression): void {
     this.#wanted ??= task;
   }
 
   /** The expression the last attempt handed over, and forgets it. */
-  takeWanted(): { kind: ExpressionKind; source: string; budget: number } | undefined {
+  takeWanted(): WantedExpression | undefined {
     const wanted = this.#wanted;
     this.#wanted = undefined;
     return wanted;
@@ -697,6 +698,17 @@ export class Offloads {
     for (const e of entries) offloads.learn(e.kind, e.source, e.result);
     return offloads;
   }
+}
+
+/**
+ * An expression handed over to a thread: what it is, the budget it had left when it started,
+ * and the `nodes` of the variables it was evaluated with.
+ */
+export interface WantedExpression {
+  kind: ExpressionKind;
+  source: string;
+  budget: number;
+  nodes: Record<string, unknown>;
 }
 
 /** An expression evaluated on a thread and its result. */
