@@ -16,7 +16,7 @@ import { casesTagged, getTagOptions } from "../tags/index.js";
 import { getUsers } from "../users/index.js";
 import { getWorkflows } from "../workflows/index.js";
 import { utcDay as day } from "./form.js";
-import { decodeCursor, encodeCursor, sortOf, withDue } from "./list-order.js";
+import { decodeCursor, nextCursor, sortOf, withDue } from "./list-order.js";
 
 export const ALL_PAGE_SIZE = 50;
 
@@ -182,7 +182,6 @@ export async function allCases(
     getCaseFilters(ctx, tenantId),
   ]);
   const page = rows.slice(0, ALL_PAGE_SIZE);
-  const last = page.at(-1);
   const now = Date.now();
   const form: AllCasesForm = {
     q,
@@ -201,12 +200,7 @@ export async function allCases(
   return {
     form,
     rows: page.map((row) => withDue(row, slas, now)),
-    nextCursor:
-      rows.length > ALL_PAGE_SIZE && last
-        ? encodeCursor(last, sort)
-        : scannedTo
-          ? encodeCursor({ created_at: scannedTo.createdAt, id: scannedTo.id }, sort)
-          : null,
+    nextCursor: nextCursor(rows, ALL_PAGE_SIZE, sort, scannedTo),
     scanned: scannedTo !== undefined,
     paged: position !== undefined,
     workflows: workflows.map((w) => w.workflowId),

@@ -12,7 +12,7 @@ import {
 } from "../cases/index.js";
 import { casesTagged, getTagOptions } from "../tags/index.js";
 import { getWorkflows } from "../workflows/index.js";
-import { decodeCursor, encodeCursor, sortOf, withDue } from "./list-order.js";
+import { decodeCursor, nextCursor, sortOf, withDue } from "./list-order.js";
 
 export const PAGE_SIZE = 50;
 export const COUNT_CAP = 1000;
@@ -92,18 +92,12 @@ export async function reviewQueue(ctx: AppContext, tenantId: string, q: QueueQue
   ]);
   const { rows, scannedTo } = listed;
   const page = rows.slice(0, PAGE_SIZE);
-  const last = page.at(-1);
   const now = Date.now();
   return {
     filters: { status, type: type ?? "", workflowId: workflowId ?? "", tag: tag ?? "", age: age ?? "", sort },
     rows: page.map((row) => withDue(row, slas, now)),
     counts,
-    nextCursor:
-      rows.length > PAGE_SIZE && last
-        ? encodeCursor(last, sort)
-        : scannedTo
-          ? encodeCursor({ created_at: scannedTo.createdAt, id: scannedTo.id }, sort)
-          : null,
+    nextCursor: nextCursor(rows, PAGE_SIZE, sort, scannedTo),
     scanned: scannedTo !== undefined,
     paged: after !== undefined,
     workflows: workflows.map((w) => w.workflowId),
