@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { type ConsoleClient, signedIn } from "./support/console.js";
-import { createPartner, type Partner } from "./support/fixtures.js";
+import { adminHeaders, createPartner, type Partner } from "./support/fixtures.js";
 import { type ProviderRig, startProviderRig } from "./support/providers.js";
 import { createWorkflow, waitForCase } from "./support/workflows.js";
 
@@ -407,5 +407,96 @@ describe("provider actions from the case page", () => {
     });
     expect(refused.statusCode).toBe(404);
     expect(rig.opensanctions.stats.requests.match).toBe(before + 1);
+  });
+
+  it("follows the case's owner: an analyst runs no action on another's case, its owner and an admin do", async () => {
+    const t = await team();
+    const { caseId } = await boris(t, "cust-b7");
+    const owner = await signedIn(h.app, t.partner.tenantId, "analyst");
+    const admin = await signedIn(h.app, t.partner.tenantId, "admin");
+    const actionForm = `action="/console/cases/${caseId}/provider-actions"`;
+    const rescreen = { kind: "durable", brokerId: "opensanctions", actionId: "rescreen" };
+
+    // Nobody owns it: the analyst sees the button.
+    expect((await t.analyst.get(`/console/cases/${caseId}`)).body).toContain(actionForm);
+    await owner.browser.get(`/console/cases/${caseId}`);
+    const took = await owner.browser.post(`/console/cases/${caseId}/assign`, { assignee: owner.user.userId });
+    expect(took.statusCode, took.body).toBe(303);
+
+    const page = await t.analyst.get(`/console/cases/${caseId}`);
+    expect(page.body).toContain('id="provider-actions"');
+    expect(page.body).not.toContain(actionForm);
+    expect(page.body).toContain("Another analyst owns this case: only they, or an admin, act on it.");
+    const before = rig.opensanctions.stats.requests.match ?? 0;
+    const refused = await t.analyst.post(`/console/cases/${caseId}/provider-actions`, rescreen);
+    expect(refused.statusCode).toBe(409);
+    expect(refused.body).toContain("Another analyst owns this case");
+    expect(rig.opensanctions.stats.requests.match ?? 0).toBe(before);
+    const none = await h.ctx.db.root
+      .selectFrom("provider_actions")
+      .select("actor")
+      .where("case_id", "=", caseId)
+      .execute();
+    expect(none).toEqual([]);
+
+    // Its owner and an admin see the button and run it.
+    expect((await owner.browser.get(`/console/cases/${caseId}`)).body).toContain(actionForm);
+    const byOwner = await owner.browser.post(`/console/cases/${caseId}/provider-actions`, rescreen);
+    expect(byOwner.statusCode, byOwner.body).toBe(200);
+    expect((await admin.browser.get(`/console/cases/${caseId}`)).body).toContain(actionForm);
+    const byAdmin = await admin.browser.post(`/console/cases/${caseId}/provider-actions`, rescreen);
+    expect(byAdmin.statusCode, byAdmin.body).toBe(200);
+    expect(rig.opensanctions.stats.requests.match).toBe(before + 2);
+    const ran = await h.ctx.db.root
+      .selectFrom("provider_actions")
+      .select("actor")
+      .where("case_id", "=", caseId)
+      .orderBy("created_at")
+      .execute();
+    expect(ran.map((r) => r.actor).sort()).toEqual(
+      [`analyst:${owner.user.userId}`, `analyst:${admin.user.userId}`].sort(),
+    );
+  });
+
+  it("offers no action on a dry run's case, and refuses one posted with 409 and no vendor call", async () => {
+    const t = await team();
+    const admin = await signedIn(h.app, t.partner.tenantId, "admin");
+    const res = await h.app.inject({
+      method: "POST",
+      url: `/admin/tenants/${t.partner.tenantId}/workflows/screen/versions/1/dry-run?wait=true`,
+      headers: adminHeaders,
+      payload: {
+        type: "KYC",
+        payload: {},
+        subject: {
+          displayName: "Boris Blacklistov",
+          person: {
+            firstName: "Boris",
+            lastName: "Blacklistov",
+            dateOfBirth: "1970-01-01",
+            nationality: "GB",
+          },
+        },
+      },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    const caseId = res.json().caseId as string;
+    expect(res.json().dryRun).toBe(true);
+    const actionForm = `action="/console/cases/${caseId}/provider-actions"`;
+    for (const who of [t.analyst, admin.browser]) {
+      const page = await who.get(`/console/cases/${caseId}`);
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain("dry run");
+      expect(page.body).not.toContain(actionForm);
+    }
+    const before = rig.opensanctions.stats.requests.match ?? 0;
+    const refused = await admin.browser.post(`/console/cases/${caseId}/provider-actions`, {
+      kind: "durable",
+      brokerId: "opensanctions",
+      actionId: "rescreen",
+    });
+    expect(refused.statusCode).toBe(409);
+    expect(refused.body).toContain("A dry run's case: no provider action is run on it.");
+    expect(rig.opensanctions.stats.requests.match ?? 0).toBe(before);
   });
 });

@@ -13,7 +13,8 @@ let h: TestApp;
 let partner: Partner;
 
 beforeAll(async () => {
-  h = await createTestApp();
+  // These tests are about the budget: a deadline far off keeps a slow machine from reaching it first.
+  h = await createTestApp({ evaluationDeadlineMs: 60_000 });
   await h.startWorker();
   partner = await createPartner(h.app);
 });
@@ -87,9 +88,7 @@ describe("the expression budget", () => {
     expect(small.result.decision.value).toBe("approved");
     const large = await settle("quadratic", { l: Array.from({ length: 20_000 }, (_, i) => i) });
     expect(large.status).toBe("failed");
-    // `in` over 20,000 elements costs more than its charge: on a loaded machine the deadline
-    // (decision 0024) ends it before the budget does. Either way the case fails, on a thread.
-    expect(large.error.message).toMatch(/evaluation budget|evaluation deadline/);
+    expect(large.error.message).toMatch(/evaluation budget/);
   });
 
   it("the expressions of one node share the budget: many cheap-looking rules cannot add up past it", async () => {

@@ -157,7 +157,9 @@ export async function startServer(
       running = undefined;
       await ownDb?.close();
       ownDb = undefined;
-      await database?.drop();
+      // BENCH_KEEP_DATABASE: the seeded database stays, for EXPLAIN after the run.
+      if (database && process.env.BENCH_KEEP_DATABASE) log(`database kept: ${database.url}`);
+      else await database?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -22,6 +22,9 @@ interface Slot {
   state: "starting" | "busy" | "free";
 }
 
+/** Heap of one thread. */
+const THREAD_HEAP_MB = 256;
+
 /** The first message a thread sends once its script has loaded: its deadlines start after it. */
 export const THREAD_READY = "ready";
 
@@ -74,15 +77,17 @@ export class ThreadPool<T, R> {
   }
 
   #spawn(): void {
+    // A thread that runs out of memory ends alone, with an error, rather than the process.
+    const options = { resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } };
     const worker = this.script.pathname.endsWith(".ts")
       ? // Loader hooks given with --import do not reach a worker's own entry on Node 20: the
         // thread registers tsx itself, then imports the script.
         new Worker(
           `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))})` +
             `.then((tsx) => { tsx.register(); return import(${JSON.stringify(this.script.href)}); })`,
-          { eval: true },
+          { ...options, eval: true },
         )
-      : new Worker(this.script);
+      : new Worker(this.script, options);
     worker.unref();
     const slot: Slot = { worker, state: "starting" };
     this.#slots.push(slot);

@@ -39,6 +39,9 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     secretKey: process.env.CDS_SECRET_KEY,
     logLevel: (process.env.CDS_TEST_LOG_LEVEL as Config["logLevel"]) ?? "silent",
     jobPollMs: 200,
+    // Tests are not about speed: an evaluation on a thread (decision 0024) finishes on a loaded
+    // machine; the tests of the deadline set their own.
+    evaluationDeadlineMs: 10_000,
     ...overrides,
   });
 }

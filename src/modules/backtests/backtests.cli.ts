@@ -2,10 +2,12 @@ import type { Command } from "commander";
 import {
   type CliContext,
   callCommand,
+  commandOf,
   positiveInt,
   type RequiredOption,
   TENANT_OPTION,
   tenantPath,
+  withQuery,
 } from "../../platform/cli/context.js";
 import type { BacktestView, CaseResultView } from "./backtests.service.js";
 
@@ -86,14 +88,23 @@ export function backtestsCli(program: Command, cli: CliContext): void {
   const backtest = program
     .command("backtest")
     .description("run a workflow version over past cases before publishing it");
-  backtest
-    .command("run")
-    .description("start a backtest of a version over the workflow's cases accepted in [from, to)")
-    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
-    .requiredOption("--workflow <workflowId>", "the workflow")
-    .requiredOption("--version <n>", "the candidate version", positiveInt)
-    .requiredOption("--from <time>", "the window's start (RFC 3339)")
-    .requiredOption("--to <time>", "the window's end, excluded (RFC 3339)")
+  /** A backtest in words, or as JSON with `--json`. */
+  const show = (b: BacktestView, json: boolean | undefined) => {
+    if (json) cli.print(b);
+    else cli.write(describeBacktest(b));
+  };
+  commandOf(
+    backtest,
+    "run",
+    "start a backtest of a version over the workflow's cases accepted in [from, to)",
+    [
+      TENANT_OPTION,
+      ["--workflow <workflowId>", "the workflow"],
+      ["--version <n>", "the candidate version", positiveInt],
+      ["--from <time>", "the window's start (RFC 3339)"],
+      ["--to <time>", "the window's end, excluded (RFC 3339)"],
+    ],
+  )
     .option("--case-type <type>", "only cases of this type (KYC, KYB, Transaction)")
     .option("--sample <n>", "an even sample of at most this many cases", positiveInt)
     .option("--wait", "wait for it to end, then print the decision matrix")
@@ -111,14 +122,9 @@ export function backtestsCli(program: Command, cli: CliContext): void {
         json?: boolean;
       }) => {
         const client = cli.client();
-        const body = {
-          workflowId: opts.workflow,
-          version: opts.version,
-          from: opts.from,
-          to: opts.to,
-          ...(opts.caseType === undefined ? {} : { caseType: opts.caseType }),
-          ...(opts.sample === undefined ? {} : { sample: opts.sample }),
-        };
+        // An option not given is undefined, and left out of the JSON body.
+        const { from, to, caseType, sample } = opts;
+        const body = { workflowId: opts.workflow, version: opts.version, from, to, caseType, sample };
         let b = (await client.request("POST", tenantPath(opts.tenant, "backtests"), body)) as BacktestView;
         if (!opts.wait) {
           cli.print(b);
@@ -134,28 +140,19 @@ export function backtestsCli(program: Command, cli: CliContext): void {
             tenantPath(opts.tenant, "backtests", b.backtestId),
           )) as BacktestView;
         }
-        if (opts.json) cli.print(b);
-        else cli.write(describeBacktest(b));
+        show(b, opts.json);
       },
     );
-  backtest
-    .command("show")
-    .description("a backtest's progress and decision matrix")
-    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
-    .requiredOption(BACKTEST_OPTION[0], BACKTEST_OPTION[1])
+  commandOf(backtest, "show", "a backtest's progress and decision matrix", [TENANT_OPTION, BACKTEST_OPTION])
     .option("--json", "print JSON instead of words")
     .action(async (opts: { tenant: string; backtest: string; json?: boolean }) => {
-      const b = (await cli
-        .client()
-        .request("GET", tenantPath(opts.tenant, "backtests", opts.backtest))) as BacktestView;
-      if (opts.json) cli.print(b);
-      else cli.write(describeBacktest(b));
+      const path = tenantPath(opts.tenant, "backtests", opts.backtest);
+      show((await cli.client().request("GET", path)) as BacktestView, opts.json);
     });
-  backtest
-    .command("cases")
-    .description("the cases whose decision changed (every case with --all), one a line")
-    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
-    .requiredOption(BACKTEST_OPTION[0], BACKTEST_OPTION[1])
+  commandOf(backtest, "cases", "the cases whose decision changed (every case with --all), one a line", [
+    TENANT_OPTION,
+    BACKTEST_OPTION,
+  ])
     .option("--all", "every replayed case, changed or not")
     .option("--json", "print JSON instead of words")
     .action(async (opts: { tenant: string; backtest: string; all?: boolean; json?: boolean }) => {
@@ -163,15 +160,12 @@ export function backtestsCli(program: Command, cli: CliContext): void {
       const cases: CaseResultView[] = [];
       let cursor: string | null = null;
       do {
-        const query = new URLSearchParams({
-          limit: "1000",
-          ...(opts.all ? {} : { changed: "true" }),
-          ...(cursor === null ? {} : { cursor }),
-        });
-        const page = (await client.request(
-          "GET",
-          `${tenantPath(opts.tenant, "backtests", opts.backtest, "cases")}?${query}`,
-        )) as { cases: CaseResultView[]; nextCursor: string | null };
+        const query = { limit: 1000, changed: opts.all ? undefined : "true", cursor: cursor ?? undefined };
+        const path = withQuery(tenantPath(opts.tenant, "backtests", opts.backtest, "cases"), query);
+        const page = (await client.request("GET", path)) as {
+          cases: CaseResultView[];
+          nextCursor: string | null;
+        };
         cases.push(...page.cases);
         cursor = page.nextCursor;
       } while (cursor !== null);

@@ -1,10 +1,10 @@
-import { type Selectable, sql } from "kysely";
-import { type Executor, findRow, updateRows } from "../../platform/db/index.js";
+import { sql } from "kysely";
+import { type Executor, findRow, type Row, updateRows } from "../../platform/db/index.js";
 import { casesOfWorkflow } from "../cases/index.js";
-import type { BacktestCasesTable, BacktestsTable, StoredSummary } from "./backtests.tables.js";
+import type { BacktestsTable, StoredSummary } from "./backtests.tables.js";
 
-export type BacktestRow = Selectable<BacktestsTable>;
-export type BacktestCaseRow = Selectable<BacktestCasesTable>;
+export type BacktestRow = Row<"backtests">;
+export type BacktestCaseRow = Row<"backtest_cases">;
 
 export interface NewBacktest {
   id: string;

@@ -1,11 +1,18 @@
-import { type RawBuilder, type Selectable, sql, type Updateable } from "kysely";
+import { type RawBuilder, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
-import { type Executor, findRow, jsonOrNull, keysetPage, updateRows } from "../../platform/db/index.js";
+import {
+  type Executor,
+  findRow,
+  jsonOrNull,
+  keysetPage,
+  type Row,
+  updateRows,
+} from "../../platform/db/index.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
 import type { CaseAcceptHook } from "./cases.seam.js";
 import type { CasesTable } from "./cases.tables.js";
 
-export type CaseRow = Selectable<CasesTable>;
+export type CaseRow = Row<"cases">;
 
 export interface NewCase {
   id: string;

@@ -1,12 +1,10 @@
-import type { Selectable } from "kysely";
-import { deleteRows, type Executor, findRows } from "../../platform/db/index.js";
-import type { CaseCommentsTable, CaseFiltersTable } from "./cases.tables.js";
+import { deleteRows, type Executor, findRows, type Row } from "../../platform/db/index.js";
 
 // An analyst's work on cases: its owner, its internal comments, the review deadlines by case
 // type, and the filters saved for the tenant.
 
-export type CommentRow = Selectable<CaseCommentsTable>;
-export type CaseFilterRow = Selectable<CaseFiltersTable>;
+export type CommentRow = Row<"case_comments">;
+export type CaseFilterRow = Row<"case_filters">;
 
 /** A case's comments, oldest first. */
 export function caseComments(db: Executor, tenantId: string, caseId: string): Promise<CommentRow[]> {

@@ -4,7 +4,7 @@ import type { Tx } from "../../platform/db/index.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
 import { CASE_TYPES, type CaseStatus, isTerminal } from "../case-model/index.js";
 import { getUsers, insertAudit } from "../users/index.js";
-import { lockCases } from "./cases.repo.js";
+import { findCase, lockCases } from "./cases.repo.js";
 import {
   type CaseFilterRow,
   type CommentRow,
@@ -48,6 +48,22 @@ async function lockTenantCases(tx: Tx, tenantId: string, caseIds: readonly strin
   const rows = (await lockCases(tx, [...new Set(caseIds)])).filter((r) => r.tenant_id === tenantId);
   if (rows.length !== new Set(caseIds).size) throw notFound("case");
   return rows;
+}
+
+/** Whether the worker may act on a case of this owner: analysts on their own and on nobody's, admins on any. */
+export function mayWork(who: Pick<Worker, "userId" | "admin">, assigneeId: string | null): boolean {
+  return who.admin || assigneeId === null || assigneeId === who.userId;
+}
+
+/**
+ * Refuses (409) an analyst's decision, close or provider action on a case another analyst owns
+ * (see `mayWork`); 404 for a case that is not the tenant's.
+ */
+export async function requireWork(ctx: AppContext, who: Worker, caseId: string): Promise<void> {
+  const row = await findCase(ctx.db.root, who.tenantId, caseId);
+  if (!row) throw notFound("case");
+  if (!mayWork(who, row.assignee_id))
+    throw new AppError("conflict", "Another analyst owns this case: only they, or an admin, act on it.");
 }
 
 /** A case's internal comments, oldest first. Never part of the partner's case record. */

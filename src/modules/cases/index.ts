@@ -39,6 +39,10 @@ export {
   listCases,
   /** One page of the tenant's cases by due date, the most overdue first, then those without a deadline. */
   listCasesByDue,
+  /** One page newest first filtered by a tag, reading at most SCAN_LIMIT cases (it says where it stopped). */
+  listCasesScanned,
+  /** How many cases a page filtered by a tag (the queue's, All cases') reads at most. */
+  SCAN_LIMIT,
 } from "./case-search.repo.js";
 export {
   /** Closes a case for good */
@@ -127,8 +131,12 @@ export {
   getComments,
   /** The tenant's review deadlines, in hours by case type. */
   getReviewSlas,
+  /** Whether a worker may act on a case of this owner (analysts: their own and nobody's; admins: any). */
+  mayWork,
   /** Deletes a saved filter (its author or an admin). */
   removeCaseFilter,
+  /** 409 when another analyst owns the case (an admin acts on any); 404 for another tenant's. */
+  requireWork,
   /** Saves a filter of the "All cases" view under a name. */
   saveCaseFilter,
   /** Sets the tenant's review deadlines by case type. */

@@ -4,7 +4,14 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, badRequest } from "../../platform/errors.js";
 import { DECISION_VALUES, type DecisionValue } from "../case-model/index.js";
-import { addComment, assignCases, closeCase, findCase, getCase, overrideDecision } from "../cases/index.js";
+import {
+  addComment,
+  assignCases,
+  closeCase,
+  getCase,
+  overrideDecision,
+  requireWork,
+} from "../cases/index.js";
 import {
   answerRequest,
   cancelRequest,
@@ -82,14 +89,6 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
   );
   const noticeOf = (done: string | undefined) => (done ? notices.get(done) : undefined);
 
-  /** Analysts act on their own cases and those nobody owns; admins on any (409 otherwise). */
-  const requireMine = async (session: ReturnType<typeof sessionOf>, caseId: string) => {
-    const row = await findCase(ctx.db.root, session.tenantId, caseId);
-    if (!row) throw new AppError("not_found", "case not found");
-    if (row.assignee_id !== null && row.assignee_id !== session.userId && session.role !== "admin")
-      throw new AppError("conflict", "Another analyst owns this case: only they, or an admin, decide on it.");
-  };
-
   scope.get<CaseParams & { Querystring: { done?: string } }>(
     "/cases/:caseId",
     { config: read },
@@ -142,7 +141,7 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
       return casePage(request, reply, caseId, undefined, problem);
     }
     await getCase(ctx, session.tenantId, caseId);
-    await requireMine(session, caseId);
+    await requireWork(ctx, workerOf(session), caseId);
     const basedOn = /^\d{1,6}$/.test(form.text("basedOn")) ? Number(form.text("basedOn")) : undefined;
     try {
       await overrideDecision(ctx, caseId, {
@@ -172,7 +171,7 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     const session = sessionOf(request);
     const { caseId } = request.params;
     await getCase(ctx, session.tenantId, caseId);
-    await requireMine(session, caseId);
+    await requireWork(ctx, workerOf(session), caseId);
     await closeCase(ctx, caseId, { actor: session.userId });
     return seeOther(reply, done(caseId, "closed", "review"));
   });

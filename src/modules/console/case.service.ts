@@ -8,6 +8,7 @@ import {
   getCase,
   getComments,
   getReviewSlas,
+  mayWork,
 } from "../cases/index.js";
 import { caseTrace, listPausedNodes, type PausedNode } from "../engine/index.js";
 import { getTagOptions } from "../tags/index.js";
@@ -109,14 +110,24 @@ export async function caseScreen(
   page: PageContext,
 ): Promise<CaseScreen> {
   const record = await getCase(ctx, tenantId, caseId);
-  const names = await actorNames(ctx, tenantId);
-  const [trace, paused, deliveries, options, panels, row, comments, slas, users] = await Promise.all([
+  const [names, row] = await Promise.all([
+    actorNames(ctx, tenantId),
+    findCase(ctx.db.root, tenantId, record.caseId),
+  ]);
+  const session = page.session;
+  const worker = session && { userId: session.userId, admin: session.role === "admin" };
+  const view = {
+    page,
+    names,
+    dryRun: record.dryRun,
+    mayWork: worker ? mayWork(worker, row?.assignee_id ?? null) : false,
+  };
+  const [trace, paused, deliveries, options, panels, comments, slas, users] = await Promise.all([
     traceOf(ctx, record, tenantId),
     listPausedNodes(ctx, tenantId, caseId),
     getDeliveries(ctx, tenantId, { caseId, limit: 25 }),
     getTagOptions(ctx, tenantId),
-    featurePanelsOf(ctx, tenantId, record.caseId, { page, names }),
-    findCase(ctx.db.root, tenantId, record.caseId),
+    featurePanelsOf(ctx, tenantId, record.caseId, view),
     getComments(ctx, tenantId, record.caseId),
     getReviewSlas(ctx, tenantId),
     getUsers(ctx, tenantId),

@@ -39,6 +39,10 @@ export interface CaseView {
   readonly page: PageContext;
   /** `analyst:<id>` and `apikey:<id>` to the names people know them by. */
   readonly names: ReadonlyMap<string, string>;
+  /** The case is an operator's dry run: nothing is done on it from the console. */
+  readonly dryRun: boolean;
+  /** The page's user may act on the case: their own, nobody's, or any for an admin (`mayWork`). */
+  readonly mayWork: boolean;
 }
 
 /** A subquery of case ids, written by the module that owns what it reads. */

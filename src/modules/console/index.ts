@@ -32,6 +32,10 @@ export const consoleModule: FeatureModule = {
 };
 
 export {
+  /** The signed-in user as the cases module's `Worker` (who acts, and whether for others). */
+  workerOf,
+} from "./all-cases.routes.js";
+export {
   /** What a case page says above its panels: a notice, a refused form, an action's result. */
   type CasePageOptions,
   /** Sends the case page of the signed-in user's tenant (404 for another tenant's case). */
@@ -79,6 +83,8 @@ export {
   Field,
   /** Nested JSON as a list of dotted paths and their values. */
   Fields,
+  /** A table cell holding an id (or its start) as a link to its page. */
+  LinkCell,
   /** A value's underscores as spaces (`not_a_match` → `not a match`). */
   label,
   /** The options of a select, each value shown as it is, one of them chosen. */

@@ -1,12 +1,18 @@
 import type { QueryCreator } from "kysely";
-import { type Selectable, sql } from "kysely";
-import { type Database, type Executor, findRows, jsonOrNull, updateRows } from "../../platform/db/index.js";
+import { sql } from "kysely";
+import {
+  type Database,
+  type Executor,
+  findRows,
+  jsonOrNull,
+  type Row,
+  updateRows,
+} from "../../platform/db/index.js";
 import { insertJobs, type JobSpec, notifyJobs } from "../../platform/jobs.js";
 import { type CaseStateWrite, caseStatesUpdate } from "../cases/index.js";
-import type { CaseStepsTable, CaseWaitsTable } from "./engine.tables.js";
 
-export type WaitRow = Selectable<CaseWaitsTable>;
-export type StepRow = Selectable<CaseStepsTable>;
+export type WaitRow = Row<"case_waits">;
+export type StepRow = Row<"case_steps">;
 /** How a wait ended: `timeout` and `closed`, or what its node type reported (`callback`, `answered`…). */
 export type WaitResolutionKind = string;
 

@@ -25,13 +25,15 @@ export async function runEvaluationStep(
   const before = await findCase(ctx.db.root, step.tenantId, step.caseId);
   if (!isCurrentStep(before, step)) return;
   const attributes = (await getAttributesOf(ctx.db.root, [before])).get(before.id) ?? {};
-  const variables = variablesOf(before, attributes, before.node_outputs);
+  // The nodes as the expression saw them: what the case has, and what its node type added.
+  const { nodes, ...expression } = step.expression;
+  const variables = { ...variablesOf(before, attributes, before.node_outputs), nodes };
   const lookups = new ListLookups();
   for (const a of step.answers) lookups.learn(a.list, a.value, a.found);
   const offloads = Offloads.of(step.results);
   for (let round = 0; ; round++) {
     const result = await evaluateOnThread(
-      { ...step.expression, variables, answers: lookups.read() },
+      { ...expression, variables, answers: lookups.read() },
       ctx.config.evaluationDeadlineMs,
     );
     if (result.missing.length === 0 || round >= LOOKUP_ROUNDS) {

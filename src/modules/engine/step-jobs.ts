@@ -1,7 +1,7 @@
 import type { JobSpec } from "../../platform/jobs.js";
 import { type CaseStatus, isInFlight } from "../case-model/index.js";
 import type { CaseRow } from "../cases/index.js";
-import type { ExpressionKind, OffloadEntry } from "../workflows/index.js";
+import type { OffloadEntry, WantedExpression } from "../workflows/index.js";
 
 export const STEP_JOB = "engine.step";
 export const CALL_JOB = "engine.call";
@@ -30,7 +30,7 @@ export function stepJob(tenantId: string, caseId: string, seq: number, nodeId: s
 
 /** An expression of a node handed over to a thread, with what earlier rounds evaluated there (decision 0024). */
 export interface EvaluationJobPayload extends StepPayload {
-  expression: { kind: ExpressionKind; source: string; budget: number };
+  expression: WantedExpression;
   /** 1 for the node's first expression sent to a thread. */
   round: number;
   results: OffloadEntry[];

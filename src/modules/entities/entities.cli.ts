@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import {
   type CliContext,
   callCommand,
+  commandOf,
   positiveInt,
   TENANT_OPTION,
   tenantPath,
@@ -13,16 +14,14 @@ export function entitiesCli(program: Command, cli: CliContext): void {
   const entity = program
     .command("entity")
     .description("what the tenant knows across cases: customers, IBANs, devices…");
-  entity
-    .command("find")
-    .description("find the tenant's entity of a type and value (the value is normalised first)")
-    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
-    .requiredOption("--type <type>", "customer, email, phone, iban, device_id, …")
-    .requiredOption("--value <value>", "the value")
-    .action(async (opts: { tenant: string; type: string; value: string }) => {
-      const path = withQuery(tenantPath(opts.tenant, "entities"), { type: opts.type, value: opts.value });
-      cli.print(await cli.client().request("GET", path));
-    });
+  commandOf(entity, "find", "find the tenant's entity of a type and value (the value is normalised first)", [
+    TENANT_OPTION,
+    ["--type <type>", "customer, email, phone, iban, device_id, …"],
+    ["--value <value>", "the value"],
+  ]).action(async (opts: { tenant: string; type: string; value: string }) => {
+    const path = withQuery(tenantPath(opts.tenant, "entities"), { type: opts.type, value: opts.value });
+    cli.print(await cli.client().request("GET", path));
+  });
   const ENTITY = ["--entity <entityId>", "the entity"] as const;
   callCommand(entity, cli, {
     name: "show",
@@ -30,11 +29,7 @@ export function entitiesCli(program: Command, cli: CliContext): void {
     options: [TENANT_OPTION, ENTITY],
     path: (o: { tenant: string; entity: string }) => tenantPath(o.tenant, "entities", o.entity),
   });
-  entity
-    .command("cases")
-    .description("list an entity's cases, newest first")
-    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
-    .requiredOption(...ENTITY)
+  commandOf(entity, "cases", "list an entity's cases, newest first", [TENANT_OPTION, ENTITY])
     .option("--limit <n>", "cases per page (up to 200)", positiveInt)
     .option("--cursor <cursor>", "the nextCursor of the previous page")
     .action(async (opts: { tenant: string; entity: string; limit?: number; cursor?: string }) => {

@@ -1,10 +1,9 @@
-import { type RawBuilder, type Selectable, sql } from "kysely";
-import { type Executor, findRow } from "../../platform/db/index.js";
+import { type RawBuilder, sql } from "kysely";
+import { type Executor, findRow, type Row } from "../../platform/db/index.js";
 import type { AcceptedCase } from "../cases/index.js";
-import type { EntitiesTable } from "./entities.tables.js";
 import { ENTITY_TYPES, entityId, entityKeysOf, normalizeValue, transactionAmount } from "./keys.js";
 
-export type EntityRow = Selectable<EntitiesTable>;
+export type EntityRow = Row<"entities">;
 
 /**
  * What the statement that accepts cases writes for entities: each new key's entity (a key seen

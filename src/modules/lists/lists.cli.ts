@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import {
   type CliContext,
   callCommand,
+  commandOf,
   deleteCommand,
   positiveInt,
   type RequiredOption,
@@ -20,13 +21,8 @@ export function valuesOfText(text: string): string[] {
 }
 
 /** A command of `cds list` about one list: `--tenant` and `--list` required. */
-function listCommand(list: Command, name: string, description: string): Command {
-  return list
-    .command(name)
-    .description(description)
-    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
-    .requiredOption(LIST_OPTION[0], LIST_OPTION[1]);
-}
+const listCommand = (list: Command, name: string, description: string) =>
+  commandOf(list, name, description, [TENANT_OPTION, LIST_OPTION]);
 
 /**
  * `add` or `remove`: the values given and those of `--file`, in calls of at most 10,000 values

@@ -1,8 +1,7 @@
-import { type Selectable, sql } from "kysely";
-import { type Executor, findRow, findRows } from "../../platform/db/index.js";
-import type { ListsTable } from "./lists.tables.js";
+import { sql } from "kysely";
+import { type Executor, findRow, findRows, type Row } from "../../platform/db/index.js";
 
-export type ListRow = Selectable<ListsTable>;
+export type ListRow = Row<"lists">;
 
 export function findList(db: Executor, tenantId: string, listId: string): Promise<ListRow | undefined> {
   return findRow(db, "lists", { tenant_id: tenantId, list_id: listId });

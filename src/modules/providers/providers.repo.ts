@@ -1,25 +1,20 @@
-import { type Selectable, sql } from "kysely";
+import { sql } from "kysely";
 import {
   deleteRows,
   type Executor,
   findRow,
   findRows,
+  type Row,
   updateRows,
   upsertRow,
 } from "../../platform/db/index.js";
-import type {
-  ProviderCallsTable,
-  ProviderConfigsTable,
-  ProviderEventsTable,
-  ProviderRunsTable,
-  RunStatus,
-} from "./providers.tables.js";
+import type { RunStatus } from "./providers.tables.js";
 import type { CallRecord } from "./vendor-http.js";
 
-export type ProviderConfigRow = Selectable<ProviderConfigsTable>;
-export type ProviderRunRow = Selectable<ProviderRunsTable>;
-export type ProviderCallRow = Selectable<ProviderCallsTable>;
-export type ProviderEventRow = Selectable<ProviderEventsTable>;
+export type ProviderConfigRow = Row<"provider_configs">;
+export type ProviderRunRow = Row<"provider_runs">;
+export type ProviderCallRow = Row<"provider_calls">;
+export type ProviderEventRow = Row<"provider_events">;
 
 export interface ProviderConfigValues {
   baseUrl: string;

@@ -1,3 +1,4 @@
+import type { ComponentChildren } from "preact";
 import {
   ActorName,
   Badge,
@@ -337,6 +338,31 @@ function ActionForm({ action, view, caseId }: { action: OfferedAction; view: Cas
   );
 }
 
+/** A heading, then a form for each of its actions; nothing when there are none. */
+function ActionGroup({
+  title,
+  actions,
+  view,
+  caseId,
+}: {
+  title: ComponentChildren;
+  actions: OfferedAction[];
+  view: CaseView;
+  caseId: string;
+}) {
+  if (actions.length === 0) return null;
+  return (
+    <>
+      <h3>{title}</h3>
+      <div class="stack">
+        {actions.map((a) => (
+          <ActionForm action={a} view={view} caseId={caseId} />
+        ))}
+      </div>
+    </>
+  );
+}
+
 /** The providers' actions as buttons (a paused node's, then the durable ones) and those run so far. */
 export function ActionsPanel({
   offered,
@@ -344,39 +370,34 @@ export function ActionsPanel({
   view,
   caseId,
   canAct,
+  refusal,
 }: {
   offered: OfferedAction[];
   recent: ActionRunView[];
   view: CaseView;
   caseId: string;
   canAct: boolean;
+  /** Why no button is drawn, when the user could otherwise act (a dry run's case, another's). */
+  refusal?: string;
 }) {
   const pending = offered.filter((a) => a.kind === "pending");
   const durable = offered.filter((a) => a.kind === "durable");
   return (
     <Panel title="Provider actions" id="provider-actions">
-      {canAct && pending.length > 0 ? (
-        <>
-          <h3>
-            While <span class="mono">{pending[0]?.nodeId}</span> waits on {pending[0]?.brokerId}
-          </h3>
-          <div class="stack">
-            {pending.map((a) => (
-              <ActionForm action={a} view={view} caseId={caseId} />
-            ))}
-          </div>
-        </>
+      {!canAct && refusal && offered.length > 0 ? <p class="small muted">{refusal}</p> : null}
+      {canAct ? (
+        <ActionGroup
+          title={
+            <>
+              While <span class="mono">{pending[0]?.nodeId}</span> waits on {pending[0]?.brokerId}
+            </>
+          }
+          actions={pending}
+          view={view}
+          caseId={caseId}
+        />
       ) : null}
-      {canAct && durable.length > 0 ? (
-        <>
-          <h3>Any time</h3>
-          <div class="stack">
-            {durable.map((a) => (
-              <ActionForm action={a} view={view} caseId={caseId} />
-            ))}
-          </div>
-        </>
-      ) : null}
+      {canAct ? <ActionGroup title="Any time" actions={durable} view={view} caseId={caseId} /> : null}
       {recent.length > 0 ? (
         <>
           <h3>Run so far</h3>

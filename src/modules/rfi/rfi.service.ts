@@ -220,14 +220,15 @@ export async function listRequestsOfCase(
 
 /**
  * An operator's change of a case's request (the tenant is the case's): `change` gets the request,
- * locked, in the transaction, and gives it back as it leaves it.
+ * locked, in the transaction, and gives it back as it leaves it; `also` runs in that transaction
+ * after a change.
  */
 async function changeRequest(
   ctx: AppContext,
   caseId: string,
   rfiId: string,
-  change: (tx: Tx, current: RfiRow, tenantId: string) => Promise<RfiRow>,
   also: InSameTransaction<InformationRequestView> | undefined,
+  change: (tx: Tx, current: RfiRow, tenantId: string) => Promise<RfiRow>,
 ): Promise<InformationRequestView> {
   const tenantId = await tenantOfCase(ctx, caseId);
   return ctx.db.transaction(async (tx) => {
@@ -247,20 +248,14 @@ export function remindRequest(
   rfiId: string,
   also?: InSameTransaction<InformationRequestView>,
 ): Promise<InformationRequestView> {
-  return changeRequest(
-    ctx,
-    caseId,
-    rfiId,
-    async (tx, current, tenantId) => {
-      const found = await requireCase(tx, tenantId, caseId);
-      checkCaseOpen(found);
-      checkPending(current);
-      const reminded = await recordReminder(tx, tenantId, rfiId);
-      await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
-      return reminded;
-    },
-    also,
-  );
+  return changeRequest(ctx, caseId, rfiId, also, async (tx, current, tenantId) => {
+    const found = await requireCase(tx, tenantId, caseId);
+    checkCaseOpen(found);
+    checkPending(current);
+    const reminded = await recordReminder(tx, tenantId, rfiId);
+    await emitRequested(tx, reminded, { type: found.type, dryRun: found.dry_run });
+    return reminded;
+  });
 }
 
 /**
@@ -274,23 +269,17 @@ export function cancelRequest(
   actor: string | undefined,
   also?: InSameTransaction<InformationRequestView>,
 ): Promise<InformationRequestView> {
-  return changeRequest(
-    ctx,
-    caseId,
-    rfiId,
-    async (tx, current, tenantId) => {
-      if (current.status === "cancelled") return current;
-      if (current.status !== "pending") {
-        throw new AppError("not_pending", `the information request is ${current.status}, not pending`);
-      }
-      const cancelled = await closeRequest(tx, tenantId, rfiId, {
-        status: "cancelled",
-        cancelledBy: actor === undefined ? null : `analyst:${actor}`,
-      });
-      if (!cancelled) throw new Error("a locked pending request could not be cancelled");
-      await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "cancelled");
-      return cancelled;
-    },
-    also,
-  );
+  return changeRequest(ctx, caseId, rfiId, also, async (tx, current, tenantId) => {
+    if (current.status === "cancelled") return current;
+    if (current.status !== "pending") {
+      throw new AppError("not_pending", `the information request is ${current.status}, not pending`);
+    }
+    const cancelled = await closeRequest(tx, tenantId, rfiId, {
+      status: "cancelled",
+      cancelledBy: actor === undefined ? null : `analyst:${actor}`,
+    });
+    if (!cancelled) throw new Error("a locked pending request could not be cancelled");
+    await resumeClosedRequest(ctx, tx, { tenantId, caseId, rfiId }, "cancelled");
+    return cancelled;
+  });
 }

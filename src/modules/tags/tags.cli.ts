@@ -1,13 +1,18 @@
 import type { Command } from "commander";
-import { type CliContext, callCommand, TENANT_OPTION, tenantPath } from "../../platform/cli/context.js";
+import {
+  type CliContext,
+  callCommand,
+  commandOf,
+  TENANT_OPTION,
+  tenantPath,
+} from "../../platform/cli/context.js";
 
 export function tagsCli(program: Command, cli: CliContext): void {
   const option = program.command("tag-option").description("a tenant's tag vocabulary");
-  option
-    .command("set")
-    .description("add a tag option, or enable or disable one")
-    .requiredOption(TENANT_OPTION[0], TENANT_OPTION[1])
-    .requiredOption("--tag <tag>", "the tag (up to 64 characters)")
+  commandOf(option, "set", "add a tag option, or enable or disable one", [
+    TENANT_OPTION,
+    ["--tag <tag>", "the tag (up to 64 characters)"],
+  ])
     .option("--disabled", "disable the option: no new uses, existing tags stay")
     .action(async (opts: { tenant: string; tag: string; disabled?: boolean }) => {
       const path = tenantPath(opts.tenant, "tag-options", opts.tag);

@@ -1,8 +1,6 @@
-import type { Selectable } from "kysely";
-import { type Executor, json } from "../../platform/db/index.js";
-import type { ConsoleAuditTable } from "./users.tables.js";
+import { type Executor, json, type Row } from "../../platform/db/index.js";
 
-export type AuditRow = Selectable<ConsoleAuditTable>;
+export type AuditRow = Row<"console_audit">;
 
 /** Who made a change: their tenant, and `analyst:<userId>` for a console user, `operator` for the operator API. */
 export interface AuditBy {

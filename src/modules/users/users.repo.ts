@@ -1,9 +1,7 @@
-import type { Selectable } from "kysely";
-import { deleteRows, type Executor, findRow, findRows } from "../../platform/db/index.js";
+import { deleteRows, type Executor, findRow, findRows, type Row } from "../../platform/db/index.js";
 import type { Role } from "./roles.js";
-import type { ConsoleUsersTable } from "./users.tables.js";
 
-export type UserRow = Selectable<ConsoleUsersTable>;
+export type UserRow = Row<"console_users">;
 
 export interface NewUser {
   id: string;

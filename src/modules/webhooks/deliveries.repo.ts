@@ -1,15 +1,10 @@
-import { type Selectable, sql } from "kysely";
-import { type Db, type Executor, findRow, findRows } from "../../platform/db/index.js";
+import { sql } from "kysely";
+import { type Db, type Executor, findRow, findRows, type Row } from "../../platform/db/index.js";
 import type { WebhookConfigRow } from "./webhook-configs.repo.js";
-import type {
-  DeliveryStatus,
-  WebhookAttemptsTable,
-  WebhookDeliveriesTable,
-  WebhookSecret,
-} from "./webhooks.tables.js";
+import type { DeliveryStatus, WebhookSecret } from "./webhooks.tables.js";
 
-export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
-export type AttemptRow = Selectable<WebhookAttemptsTable>;
+export type DeliveryRow = Row<"webhook_deliveries">;
+export type AttemptRow = Row<"webhook_attempts">;
 
 /** A delivery claimed for an attempt, with the configuration it is routed to (if it exists). */
 export interface AttemptContext extends Pick<DeliveryRow, "id" | "tenant_id" | "webhook_key" | "body"> {

@@ -1,8 +1,14 @@
-import type { Selectable } from "kysely";
-import { deleteRows, type Executor, findRow, findRows, upsertRow } from "../../platform/db/index.js";
-import type { WebhookConfigsTable, WebhookSecret } from "./webhooks.tables.js";
+import {
+  deleteRows,
+  type Executor,
+  findRow,
+  findRows,
+  type Row,
+  upsertRow,
+} from "../../platform/db/index.js";
+import type { WebhookSecret } from "./webhooks.tables.js";
 
-export type WebhookConfigRow = Selectable<WebhookConfigsTable>;
+export type WebhookConfigRow = Row<"webhook_configs">;
 
 export interface WebhookConfigValues {
   url: string;

@@ -33,8 +33,9 @@ export async function evaluateOnThread(task: ExpressionTask, deadlineMs: number)
   try {
     return (await threads().run({ type: "expression", ...task }, deadlineMs)) as ExpressionResult;
   } catch (err) {
-    if (!(err instanceof DeadlineExceeded)) throw err;
-    return { spent: 0, missing: [], error: overrun(deadlineMs) };
+    if (err instanceof DeadlineExceeded) return { spent: 0, missing: [], error: overrun(deadlineMs) };
+    // The thread died under it (out of memory, say): the expression's doing, not the job's.
+    return { spent: 0, missing: [], error: `stopped its evaluation thread: ${(err as Error).message}` };
   }
 }
 
@@ -43,12 +44,10 @@ export async function validateOnThread(task: SchemaTask, deadlineMs: number): Pr
   try {
     return (await threads().run({ type: "schema", ...task }, deadlineMs)) as ErrorDetail[];
   } catch (err) {
-    if (!(err instanceof DeadlineExceeded)) throw err;
+    const why =
+      err instanceof DeadlineExceeded ? overrun(deadlineMs) : `stopped its thread: ${(err as Error).message}`;
     return [
-      {
-        path: "payload",
-        message: `could not be checked against the input schema: its validation ${overrun(deadlineMs)}`,
-      },
+      { path: "payload", message: `could not be checked against the input schema: its validation ${why}` },
     ];
   }
 }

@@ -87,6 +87,8 @@ export {
   Offloads,
   /** An evaluation that passed its allowance on the event loop: evaluate on a thread and again. */
   ThreadNeeded,
+  /** An expression handed over to a thread, with the budget it had and the nodes it saw. */
+  type WantedExpression,
   /** Gives the expressions evaluated with these variables the node's list answers. */
   withListLookups,
   /** Lets the expressions evaluated with these variables move to a thread. */
@@ -133,6 +135,8 @@ export {
   listsInUse,
   /** Publishes a version and makes it current, in the audit log with its actor. */
   publishVersion,
+  /** A version of the tenant's workflow, compiled: 404 for an unknown tenant, workflow or version. */
+  requireVersion,
   /** The version a new case runs on (`POST /cases`) */
   resolveSubmissionWorkflow,
 } from "./workflows.service.js";

@@ -307,7 +307,7 @@ function checkInlineSize(value: unknown): void {
 function metered<T>(variables: ExpressionVariables, kind: ExpressionKind, source: string, run: () => T): T {
   let m = meters.get(variables);
   if (!m) {
-    m = newMeter(EVALUATION_BUDGET, offloadsOf(variables));
+    m = newMeter(EVALUATION_BUDGET, OFFLOADS.of(variables));
     meters.set(variables, m);
   }
   // Evaluated on a thread already (this node evaluation, an earlier attempt): its result stands.
@@ -327,9 +327,10 @@ function metered<T>(variables: ExpressionVariables, kind: ExpressionKind, source
   const outer = current;
   const outerLookups = currentLookups;
   current = m;
-  currentLookups = lookupsOf(variables);
+  currentLookups = LOOKUPS.of(variables);
   const needsThread = () => {
-    (m.offloads as Offloads).want({ kind, source, budget: budgetAtStart });
+    // A node type may add to `nodes` what its own expressions read (a score node, its score).
+    (m.offloads as Offloads).want({ kind, source, budget: budgetAtStart, nodes: variables.nodes });
     return new ThreadNeeded();
   };
   try {
@@ -567,17 +568,24 @@ export class LookupsNeeded extends Error {
   }
 }
 
-/** Where variables carry their node's list answers: a symbol key, kept by `{...vars}` copies. */
-const LOOKUPS = Symbol("listLookups");
+/**
+ * What the engine gives the expressions of one node's evaluation, carried by their variables
+ * under a symbol key (kept by `{...vars}` copies): `give` puts it there, `of` reads it back.
+ */
+function carried<T>(name: string) {
+  const key = Symbol(name);
+  return {
+    give: <V extends ExpressionVariables>(variables: V, value: T): V =>
+      Object.assign(variables, { [key]: value }),
+    of: (variables: ExpressionVariables): T | undefined => (variables as { [key]?: T })[key],
+  };
+}
+
+/** The node's list answers. */
+const LOOKUPS = carried<ListLookups>("listLookups");
 
 /** Gives the expressions evaluated with these variables the list answers (the engine does, per node). */
-export function withListLookups<V extends ExpressionVariables>(variables: V, lookups: ListLookups): V {
-  return Object.assign(variables, { [LOOKUPS]: lookups });
-}
-
-function lookupsOf(variables: ExpressionVariables): ListLookups | undefined {
-  return (variables as { [LOOKUPS]?: ListLookups })[LOOKUPS];
-}
+export const withListLookups = LOOKUPS.give;
 
 let currentLookups: ListLookups | undefined;
 
@@ -656,18 +664,18 @@ export type ExpressionResult = {
  */
 export class Offloads {
   readonly #results = new Map<string, ExpressionResult>();
-  #wanted: { kind: ExpressionKind; source: string; budget: number } | undefined;
+  #wanted: WantedExpression | undefined;
 
   result(kind: ExpressionKind, source: string): ExpressionResult | undefined {
     return this.#results.get(`${kind}\u0000${source}`);
   }
 
-  want(task: { kind: ExpressionKind; source: string; budget: number }): void {
+  want(task: WantedExpression): void {
     this.#wanted ??= task;
   }
 
   /** The expression the last attempt handed over, and forgets it. */
-  takeWanted(): { kind: ExpressionKind; source: string; budget: number } | undefined {
+  takeWanted(): WantedExpression | undefined {
     const wanted = this.#wanted;
     this.#wanted = undefined;
     return wanted;
@@ -692,6 +700,17 @@ export class Offloads {
   }
 }
 
+/**
+ * An expression handed over to a thread: what it is, the budget it had left when it started,
+ * and the `nodes` of the variables it was evaluated with.
+ */
+export interface WantedExpression {
+  kind: ExpressionKind;
+  source: string;
+  budget: number;
+  nodes: Record<string, unknown>;
+}
+
 /** An expression evaluated on a thread and its result. */
 export interface OffloadEntry {
   kind: ExpressionKind;
@@ -707,16 +726,11 @@ export class ThreadNeeded extends Error {
   }
 }
 
-const OFFLOADS = Symbol("offloads");
+/** The node's results of expressions run on a thread. */
+const OFFLOADS = carried<Offloads>("offloads");
 
 /** Lets the expressions evaluated with these variables move to a thread (the engine does, per node). */
-export function withOffloads<V extends ExpressionVariables>(variables: V, offloads: Offloads): V {
-  return Object.assign(variables, { [OFFLOADS]: offloads });
-}
-
-function offloadsOf(variables: ExpressionVariables): Offloads | undefined {
-  return (variables as { [OFFLOADS]?: Offloads })[OFFLOADS];
-}
+export const withOffloads = OFFLOADS.give;
 
 const threadPrograms = new Map<string, (variables: ExpressionVariables) => unknown>();
 

@@ -50,6 +50,21 @@ export type RequiredOption = readonly [
 /** `--tenant <tenantId>`, the option most operator commands begin with. */
 export const TENANT_OPTION: RequiredOption = ["--tenant <tenantId>", "the tenant"];
 
+/** A command of `parent` with its required options; the caller adds the rest and its action. */
+export function commandOf(
+  parent: Command,
+  name: string,
+  description: string,
+  required: readonly RequiredOption[],
+): Command {
+  const command = parent.command(name).description(description);
+  for (const [flags, description, parse] of required) {
+    if (parse) command.requiredOption(flags, description, parse);
+    else command.requiredOption(flags, description);
+  }
+  return command;
+}
+
 /**
  * A command that makes one call of the operator API with no body and prints its answer (or, for
  * a DELETE, says what it deleted): the lists, shows and deletes every feature's CLI has.
@@ -67,12 +82,7 @@ export function callCommand<O extends Record<string, unknown>>(
     done?(opts: O): string;
   },
 ): Command {
-  const command = parent.command(spec.name).description(spec.description);
-  for (const [flags, description, parse] of spec.options) {
-    if (parse) command.requiredOption(flags, description, parse);
-    else command.requiredOption(flags, description);
-  }
-  return command.action(async (opts: O) => {
+  return commandOf(parent, spec.name, spec.description, spec.options).action(async (opts: O) => {
     const answer = await cli.client().request(spec.method ?? "GET", spec.path(opts));
     if (spec.done) cli.note(spec.done(opts));
     else cli.print(answer);

@@ -155,6 +155,7 @@ export {
   findRows,
   type Match,
   type OrderBy,
+  type Row,
   type Table,
   updateRows,
   upsertRow,

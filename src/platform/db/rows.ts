@@ -10,13 +10,13 @@ type Executor = Kysely<Database>;
 
 /** A table's name. */
 export type Table = keyof Database & string;
+/** A row of a table, as a query reads it. */
+export type Row<T extends Table> = Selectable<Database[T]>;
 /** Values for some of a table's columns, matched with `=` (a null with `IS NULL`). */
-export type Match<T extends Table> = Partial<Selectable<Database[T]>>;
+export type Match<T extends Table> = Partial<Row<T>>;
 /** As `Match`, where a column may also be given a list of values, matched with `IN`. */
 export type Filter<T extends Table> = {
-  [C in keyof Selectable<Database[T]>]?:
-    | Selectable<Database[T]>[C]
-    | ReadonlyArray<Selectable<Database[T]>[C]>;
+  [C in keyof Row<T>]?: Row<T>[C] | ReadonlyArray<Row<T>[C]>;
 };
 
 function where(query: AnyQuery, match: object): AnyQuery {
@@ -35,10 +35,10 @@ export function findRow<T extends Table>(
   table: T,
   match: Match<T>,
   options: { forUpdate?: boolean } = {},
-): Promise<Selectable<Database[T]> | undefined> {
+): Promise<Row<T> | undefined> {
   let query = where(db.selectFrom(table as never).selectAll() as never as AnyQuery, match);
   if (options.forUpdate) query = query.forUpdate();
-  return query.executeTakeFirst() as Promise<Selectable<Database[T]> | undefined>;
+  return query.executeTakeFirst() as Promise<Row<T> | undefined>;
 }
 
 /** A column to order by, ascending, or descending with ` desc`. */
@@ -53,14 +53,14 @@ export async function findRows<T extends Table>(
   table: T,
   match: Filter<T>,
   orderBy: ReadonlyArray<OrderBy<T>> = [],
-): Promise<Selectable<Database[T]>[]> {
+): Promise<Row<T>[]> {
   if (Object.values(match).some((v) => Array.isArray(v) && v.length === 0)) return [];
   let query = where(db.selectFrom(table as never).selectAll() as never as AnyQuery, match);
   for (const order of orderBy) {
     const [column, direction] = order.split(" ");
     query = query.orderBy(sql.ref(column as string), direction === "desc" ? "desc" : "asc");
   }
-  return query.execute() as Promise<Selectable<Database[T]>[]>;
+  return query.execute() as Promise<Row<T>[]>;
 }
 
 /** Sets `values` on the rows whose columns equal `match`; the number of rows changed. */
@@ -85,7 +85,7 @@ export function upsertRow<T extends Table>(
   key: Match<T>,
   columns: Updateable<Database[T]>,
   options: { insertOnly?: Updateable<Database[T]> } = {},
-): Promise<Selectable<Database[T]>> {
+): Promise<Row<T>> {
   return (
     db
       .insertInto(table as never)
@@ -95,7 +95,7 @@ export function upsertRow<T extends Table>(
         oc.columns(Object.keys(key)).doUpdateSet({ ...columns, updated_at: sql<Date>`now()` }),
       )
       .returningAll()
-      .executeTakeFirstOrThrow() as Promise<Selectable<Database[T]>>
+      .executeTakeFirstOrThrow() as Promise<Row<T>>
   );
 }
 

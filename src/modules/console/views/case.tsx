@@ -1,5 +1,6 @@
 import type { VNode } from "preact";
 import { DECISION_VALUES } from "../../case-model/index.js";
+import { mayWork } from "../../cases/index.js";
 import { type InformationRequestView, RFI_LIMITS } from "../../rfi/index.js";
 import { can } from "../../users/index.js";
 import type { CaseScreen, TraceStep } from "../case.service.js";
@@ -520,9 +521,7 @@ export function CasePageView({
   const canAct = reviewer && !terminal && !r.dryRun;
   // Analysts work their own cases (and those nobody owns); admins act on any.
   const ownedElsewhere =
-    screen.work.assigneeId !== null &&
-    screen.work.assigneeId !== session?.userId &&
-    session?.role !== "admin";
+    !session || !mayWork({ userId: session.userId, admin: session.role === "admin" }, screen.work.assigneeId);
   const decision = (r.result as { decision: { value: string } | null }).decision;
   return (
     <Layout page={page} title={caseTitle(screen)}>
