@@ -65,6 +65,8 @@ export {
   casesDecided,
   /** The tenant's cases of a workflow accepted in a window, dry runs left out (a subquery). */
   casesOfWorkflow,
+  /** Whether new cases wait to be started: live work is queued (a backtest waits then). */
+  casesWaitingToStart,
   /** Claims cases waiting to start, oldest first: counts a run of each and leases them, committed before the run */
   claimReceivedCases,
   /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */
