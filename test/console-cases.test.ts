@@ -1,4 +1,6 @@
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SCAN_LIMIT } from "../src/modules/cases/index.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { ConsoleClient, signedIn } from "./support/console.js";
 import { createPartner, createStoredCase, enableTags, type Partner } from "./support/fixtures.js";
@@ -104,6 +106,55 @@ describe("the review queue", () => {
     expect(seen(second.body)).toHaveLength(5);
     expect(new Set([...seen(first.body), ...seen(second.body)]).size).toBe(55);
   });
+
+  // The queue reads oldest first: its last cases carry the tag; All cases newest first: its first.
+  it.each([
+    { list: "the queue", path: "/console/queue", tagged: "desc" as const },
+    { list: "All cases", path: "/console/cases", tagged: "asc" as const },
+  ])(
+    "$list, filtered by a tag few cases carry, reads a bounded share per page and pages on",
+    async ({ path, tagged }) => {
+      const partner = await createPartner(h.app);
+      const { browser } = await signedIn(h.app, partner.tenantId, "viewer");
+      // More failed cases than a tagged page reads; only the two it reads last carry the tag.
+      await sql`
+      INSERT INTO cases (id, tenant_id, request_id, status, type, workflow_id, workflow_version, subject,
+                         payload, metadata, decision_history, dry_run, created_at, updated_at)
+      SELECT gen_random_uuid(), ${partner.tenantId}::uuid, 'scan-' || g, 'failed', 'KYC', 'kyc', 1,
+             '{"displayName":"Scanned"}'::json, '{}'::json, '{}'::json, '[]'::jsonb, false,
+             now() - make_interval(secs => g), now()
+      FROM generate_series(1, ${SCAN_LIMIT + 10}::int) AS g`.execute(h.ctx.db.root);
+      const last = await h.ctx.db.root
+        .selectFrom("cases")
+        .select("id")
+        .where("tenant_id", "=", partner.tenantId)
+        .orderBy("created_at", tagged)
+        .limit(2)
+        .execute();
+      await enableTags(h.app, partner.tenantId, "vip");
+      for (const { id } of last) {
+        const tag = await h.app.inject({
+          method: "POST",
+          url: `/cases/${id}/tags`,
+          headers: partner.headers,
+          payload: { tag: "vip" },
+        });
+        expect(tag.statusCode, tag.body).toBeLessThan(300);
+      }
+      const first = await browser.get(`${path}?status=failed&tag=vip`);
+      expect(first.statusCode).toBe(200);
+      for (const { id } of last) expect(first.body).not.toContain(id);
+      expect(first.body).toContain("the next page reads on");
+      const next = new RegExp(`href="(${path}\\?[^"]*cursor=[^"]+)"`)
+        .exec(first.body)?.[1]
+        ?.replaceAll("&amp;", "&");
+      expect(next).toBeDefined();
+      const second = await browser.get(next as string);
+      expect(second.statusCode).toBe(200);
+      for (const { id } of last) expect(second.body).toContain(`/console/cases/${id}`);
+      expect(second.body).not.toContain("the next page reads on");
+    },
+  );
 });
 
 describe("the case page", () => {
@@ -120,6 +171,8 @@ describe("the case page", () => {
     expect(page.body).toContain("transaction.amount");
     expect(page.headers["content-security-policy"]).toContain("script-src 'self'");
     expect(page.headers["x-frame-options"]).toBe("DENY");
+    // Its time in the service, as the console bench reads it.
+    expect(page.headers["server-timing"]).toMatch(/^app;dur=\d+\.\d$/);
   });
 
   it("tells a score node's path: each rule that held with its points, the score and the band", async () => {

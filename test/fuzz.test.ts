@@ -27,6 +27,8 @@ import { amountScreen, createWorkflow } from "./support/workflows.js";
 const LONG = process.env.CDS_FUZZ === "1";
 const SEED = Number(process.env.CDS_FUZZ_SEED || (LONG ? Math.floor(Math.random() * 2 ** 31) : 20261123));
 const REQUESTS = Number(process.env.CDS_FUZZ_REQUESTS || (LONG ? 20_000 : 2_000));
+/** The run's time limit grows with its requests: 50 ms each, on a machine ten times slower than ours. */
+const TIMEOUT_MS = Math.max(60_000, REQUESTS * 50);
 if (LONG)
   console.log(`fuzz: seed ${SEED}, about ${REQUESTS} requests (CDS_FUZZ_SEED=${SEED} repeats this run)`);
 
@@ -321,45 +323,49 @@ function headersOf(op: Operation): Record<string, string> {
 }
 
 describe("fuzzing every operation of the OpenAPI document", () => {
-  it("never answers 5xx; errors are JSON with a catalogued code; X-Request-Id every time; no error logged", async () => {
-    const ops = operations();
-    expect(ops.length).toBeGreaterThan(30);
-    const perOperation = Math.max(1, Math.ceil(REQUESTS / ops.length));
-    let sent = 0;
-    for (const [index, op] of ops.entries()) {
-      await fc.assert(
-        fc.asyncProperty(requestOf(op), async ({ params, query, body }) => {
-          const q = query as Record<string, string>;
-          const url = urlOf(op, params, q);
-          const headers = headersOf(op);
-          let payload: string | undefined;
-          if (body.kind === "json") {
-            payload = JSON.stringify(body.value);
-            headers["content-type"] = "application/json";
-          } else if (body.kind === "raw") {
-            payload = body.text;
-            headers["content-type"] = body.type;
-          }
-          const res = await app.inject({ method: op.method as "GET", url, headers, payload });
-          sent += 1;
-          const where = `${op.method} ${url.slice(0, 200)} ${String(payload).slice(0, 200)}`;
-          // Readiness answers 503 by design while no worker runs (this app starts none).
-          const probe = op.path === "/ready" && res.statusCode === 503;
-          if (!probe) expect(res.statusCode, `${where} → ${res.body.slice(0, 300)}`).toBeLessThan(500);
-          expect(res.headers["x-request-id"], where).toBeTruthy();
-          if (res.statusCode >= 400) {
-            expect(res.headers["content-type"], where).toMatch(/^application\/json/);
-            const body = JSON.parse(res.body);
-            expect(typeof body.error, where).toBe("string");
-            // The RFIError of the information-request routes carries its code as `error`.
-            const code = typeof body.code === "string" ? body.code : body.error;
-            expect(ERROR_CODES, `${where} → ${res.body.slice(0, 300)}`).toContain(code);
-          }
-        }),
-        { seed: SEED + index, numRuns: perOperation, endOnFailure: true },
-      );
-    }
-    expect(sent).toBeGreaterThanOrEqual(REQUESTS);
-    expect(errorLines, errorLines.join("\n").slice(0, 2000)).toEqual([]);
-  });
+  it(
+    "never answers 5xx; errors are JSON with a catalogued code; X-Request-Id every time; no error logged",
+    async () => {
+      const ops = operations();
+      expect(ops.length).toBeGreaterThan(30);
+      const perOperation = Math.max(1, Math.ceil(REQUESTS / ops.length));
+      let sent = 0;
+      for (const [index, op] of ops.entries()) {
+        await fc.assert(
+          fc.asyncProperty(requestOf(op), async ({ params, query, body }) => {
+            const q = query as Record<string, string>;
+            const url = urlOf(op, params, q);
+            const headers = headersOf(op);
+            let payload: string | undefined;
+            if (body.kind === "json") {
+              payload = JSON.stringify(body.value);
+              headers["content-type"] = "application/json";
+            } else if (body.kind === "raw") {
+              payload = body.text;
+              headers["content-type"] = body.type;
+            }
+            const res = await app.inject({ method: op.method as "GET", url, headers, payload });
+            sent += 1;
+            const where = `${op.method} ${url.slice(0, 200)} ${String(payload).slice(0, 200)}`;
+            // Readiness answers 503 by design while no worker runs (this app starts none).
+            const probe = op.path === "/ready" && res.statusCode === 503;
+            if (!probe) expect(res.statusCode, `${where} → ${res.body.slice(0, 300)}`).toBeLessThan(500);
+            expect(res.headers["x-request-id"], where).toBeTruthy();
+            if (res.statusCode >= 400) {
+              expect(res.headers["content-type"], where).toMatch(/^application\/json/);
+              const body = JSON.parse(res.body);
+              expect(typeof body.error, where).toBe("string");
+              // The RFIError of the information-request routes carries its code as `error`.
+              const code = typeof body.code === "string" ? body.code : body.error;
+              expect(ERROR_CODES, `${where} → ${res.body.slice(0, 300)}`).toContain(code);
+            }
+          }),
+          { seed: SEED + index, numRuns: perOperation, endOnFailure: true },
+        );
+      }
+      expect(sent).toBeGreaterThanOrEqual(REQUESTS);
+      expect(errorLines, errorLines.join("\n").slice(0, 2000)).toEqual([]);
+    },
+    TIMEOUT_MS,
+  );
 });

@@ -181,6 +181,12 @@ const scenario: Scenario = {
       { name: "filter: workflow", path: "/console/cases?workflowId=payments", goal: SEARCH_GOAL_P99_MS },
       { name: "filter: decision", path: "/console/cases?decision=in_review", goal: SEARCH_GOAL_P99_MS },
       { name: "filter: tag (vip)", path: "/console/cases?tag=vip", goal: SEARCH_GOAL_P99_MS },
+      // As the queue's: no case in review carries the tag.
+      {
+        name: "filter: in review, tag on none of them",
+        path: "/console/cases?status=in_review&tag=fraud-ring",
+        goal: SEARCH_GOAL_P99_MS,
+      },
       { name: "filter: assignee (me)", path: "/console/cases?assignee=me", goal: SEARCH_GOAL_P99_MS },
       { name: "filter: assignee (nobody)", path: "/console/cases?assignee=none", goal: SEARCH_GOAL_P99_MS },
       {

@@ -9,6 +9,7 @@ import {
   FormPanel,
   formOf,
   Layout,
+  LinkCell,
   Notice,
   type PageContext,
   Panel,
@@ -132,11 +133,7 @@ function WorkflowsPage({ page, workflows }: { page: PageContext; workflows: Work
           columns={["Workflow", { head: "Current version", num: true }, { head: "Versions", num: true }]}
           row={(w) => (
             <>
-              <td>
-                <a class="mono" href={workflowPath(w.workflowId)}>
-                  {w.workflowId}
-                </a>
-              </td>
+              <LinkCell href={workflowPath(w.workflowId)}>{w.workflowId}</LinkCell>
               <td class="num">{w.currentVersion ?? "—"}</td>
               <td class="num">{w.versions.length}</td>
             </>
@@ -413,11 +410,7 @@ function BacktestPage({
             columns={["Case", "Before", "After", "Path"]}
             row={(c) => (
               <>
-                <td>
-                  <a class="mono" href={`/console/cases/${c.caseId}`}>
-                    {c.caseId.slice(0, 8)}
-                  </a>
-                </td>
+                <LinkCell href={`/console/cases/${c.caseId}`}>{c.caseId.slice(0, 8)}</LinkCell>
                 <td>
                   {c.before.decision ?? "none"}
                   {c.before.override ? ` (overridden to ${c.before.override})` : ""}

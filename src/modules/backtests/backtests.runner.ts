@@ -1,7 +1,7 @@
 import type { BackgroundWorker } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { type ClaimedJob, type JobHandler, JobWorker, type WorkerOptions } from "../../platform/jobs.js";
-import { findCases } from "../cases/index.js";
+import { casesWaitingToStart, findCases } from "../cases/index.js";
 import { type Replayed, replayCases } from "../engine/index.js";
 import { getCompiledWorkflow } from "../workflows/index.js";
 import {
@@ -17,7 +17,11 @@ import { BACKTEST_JOB } from "./backtests.service.js";
 import type { StoredSummary } from "./backtests.tables.js";
 
 /** Cases replayed per batch: one read of their records, one short transaction for their results. */
-export const BACKTEST_BATCH = 500;
+export const BACKTEST_BATCH = 200;
+/** While live cases wait to start, a backtest pauses this long at a time between batches… */
+const PAUSE_MS = 25;
+/** …for at most this many times its last batch's duration, so that it still goes on under load. */
+const MAX_PAUSE_RATIO = 4;
 
 interface BacktestPayload {
   tenantId: string;
@@ -82,7 +86,18 @@ function missingCase(caseId: string): Replayed {
   };
 }
 
-const yieldToOthers = () => new Promise<void>((resolve) => setImmediate(resolve));
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Low priority between batches: while new cases wait to be started, the backtest waits (at most
+ * MAX_PAUSE_RATIO times what its last batch took); otherwise it lets the process's other work
+ * run, then goes on.
+ */
+async function giveWay(ctx: AppContext, batchMs: number): Promise<void> {
+  const until = performance.now() + batchMs * MAX_PAUSE_RATIO;
+  while (performance.now() < until && (await casesWaitingToStart(ctx.db.root))) await sleep(PAUSE_MS);
+  await new Promise<void>((resolve) => setImmediate(resolve));
+}
 
 /**
  * Runs a backtest (the `backtest.run` job): chooses its cases once, then replays them in
@@ -120,6 +135,7 @@ export async function runBacktest(ctx: AppContext, payload: BacktestPayload): Pr
   }
   let after = 0;
   for (;;) {
+    const began = performance.now();
     const batch = await pendingCases(db, backtestId, after, BACKTEST_BATCH);
     const last = batch[batch.length - 1];
     if (!last) break;
@@ -161,8 +177,7 @@ export async function runBacktest(ctx: AppContext, payload: BacktestPayload): Pr
       return !finished;
     });
     if (!going) return;
-    // Low priority: whatever else this process has to do goes first between two batches.
-    await yieldToOthers();
+    await giveWay(ctx, performance.now() - began);
   }
   // Every case was recorded by an earlier run of the job, which died before it could say so.
   await ctx.db.transaction(async (tx) => {

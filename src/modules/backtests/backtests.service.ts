@@ -5,7 +5,7 @@ import { enqueue } from "../../platform/jobs.js";
 import type { Replayed } from "../engine/index.js";
 import { requireTenant } from "../tenants/index.js";
 import { insertAudit } from "../users/index.js";
-import { getCompiledWorkflow } from "../workflows/index.js";
+import { getCompiledWorkflow, requireVersion } from "../workflows/index.js";
 import {
   type BacktestCaseRow,
   type BacktestRow,
@@ -149,9 +149,7 @@ export async function startBacktest(
   body: BacktestRequest,
   actor = "operator",
 ): Promise<BacktestView> {
-  await requireTenant(ctx.db.root, tenantId);
-  const wf = await getCompiledWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, body.workflowId, body.version);
-  if (!wf) throw notFound(`version ${body.version} of workflow ${body.workflowId}`);
+  const wf = await requireVersion(ctx, tenantId, body.workflowId, body.version);
   const from = instant(body.from, "from");
   const to = instant(body.to, "to");
   if (from.getTime() >= to.getTime()) {

@@ -127,6 +127,91 @@ const after = (k: CaseKeyset) => (eb: ExpressionBuilder<Database, "cases">) =>
     eb.and([eb("created_at", "=", k.createdAt), eb("id", "<", k.id)]),
   ]);
 
+/**
+ * How many cases a page filtered by another module's ids (a tag) reads at most along its order: a
+ * tag that few of the filtered cases carry, or none, would otherwise have it read them all (no
+ * index serves the intersection of two large sets).
+ */
+export const SCAN_LIMIT = 2000;
+
+/** A page read within SCAN_LIMIT cases; `scannedTo` when it is short: the last case read, where the next page goes on. */
+export interface ScannedPage<R> {
+  rows: R[];
+  scannedTo?: CaseKeyset;
+}
+
+/** The plain bound on the time that lets an index range serve a keyset condition (an OR, which none does). */
+const fromPosition = <Q extends SelectQueryBuilder<Database, "cases", unknown>>(
+  q: Q,
+  direction: "asc" | "desc",
+  position: CaseKeyset | undefined,
+): Q => (position ? q.where("created_at", direction === "asc" ? ">=" : "<=", position.createdAt) : q) as Q;
+
+/**
+ * The SCAN_LIMIT-th case of the filters `f` without their subqueries, along `direction` after
+ * `position`: where a page filtered by a subquery stops reading. Undefined when fewer remain.
+ */
+export async function scanEdge(
+  db: Executor,
+  tenantId: string,
+  f: CaseFilters,
+  direction: "asc" | "desc",
+  position: CaseKeyset | undefined,
+): Promise<CaseKeyset | undefined> {
+  const query = fromPosition(
+    filterCases(
+      db
+        .selectFrom("cases")
+        .select(["created_at", "id"])
+        .where("tenant_id", "=", tenantId)
+        .where("dry_run", "=", false),
+      {
+        ...f,
+        among: undefined,
+      },
+    ),
+    direction,
+    position,
+  );
+  const at = position && ([position.createdAt, position.id] as const);
+  const edge = await keysetPage(query, ["created_at", "id"], direction, at, 1)
+    .offset(SCAN_LIMIT - 1)
+    .executeTakeFirst();
+  return edge && { createdAt: edge.created_at, id: edge.id };
+}
+
+/** Only the cases up to `edge` (included) along `direction`, with the plain bound an index range serves. */
+export const upTo =
+  (edge: CaseKeyset, direction: "asc" | "desc") =>
+  <Q extends SelectQueryBuilder<Database, "cases", unknown>>(q: Q): Q => {
+    const before = direction === "asc" ? "<" : ">";
+    const upToId = direction === "asc" ? "<=" : ">=";
+    return q
+      .where("created_at", direction === "asc" ? "<=" : ">=", edge.createdAt)
+      .where((eb) =>
+        eb.or([
+          eb("created_at", before, edge.createdAt),
+          eb.and([eb("created_at", "=", edge.createdAt), eb("id", upToId, edge.id)]),
+        ]),
+      ) as Q;
+  };
+
+/**
+ * One page of the tenant's cases filtered by a subquery (a tag), newest first, reading at most
+ * SCAN_LIMIT cases of the other filters (see `ScannedPage`).
+ */
+export async function listCasesScanned(
+  db: Executor,
+  tenantId: string,
+  f: CaseFilters,
+  limit: number,
+  position: CaseKeyset | undefined,
+): Promise<ScannedPage<CaseListRow>> {
+  const edge = await scanEdge(db, tenantId, f, "desc", position);
+  const rows = await pageOf(db, tenantId, f, limit, position, { notOlderThan: edge });
+  return rows.length < limit && edge ? { rows, scannedTo: edge } : { rows };
+}
+
 /** How many of the newest cases a name search reads along the newest-first index before the word index. */
 const NAME_WINDOW = 2000;
 
@@ -179,15 +264,8 @@ function pageOf(
     f,
     how.byWords === true,
   );
-  if (position) query = query.where(after(position));
-  const edge = how.notOlderThan;
-  if (edge)
-    query = query.where((eb) =>
-      eb.or([
-        eb("created_at", ">", edge.createdAt),
-        eb.and([eb("created_at", "=", edge.createdAt), eb("id", ">=", edge.id)]),
-      ]),
-    );
+  if (position) query = fromPosition(query.where(after(position)), "desc", position);
+  if (how.notOlderThan) query = upTo(how.notOlderThan, "desc")(query);
   // `+ interval '0'` keeps the newest-first index from serving the order: the word index does.
   const ordered = how.byWords
     ? query.orderBy(sql`created_at + interval '0 seconds'`, "desc")

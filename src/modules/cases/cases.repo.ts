@@ -406,3 +406,10 @@ export function casesOfWorkflow(
   if (window.caseType !== undefined) query = query.where("type", "=", window.caseType);
   return query;
 }
+
+/** Whether new cases wait to be started (through the index of received cases): live work is queued. */
+export async function casesWaitingToStart(db: Executor): Promise<boolean> {
+  const { rows } = await sql<{ waiting: boolean }>`
+    SELECT EXISTS (SELECT 1 FROM cases WHERE status = 'received') AS waiting`.execute(db);
+  return rows[0]?.waiting === true;
+}

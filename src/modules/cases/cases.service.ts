@@ -5,11 +5,11 @@ import { uuid } from "../../platform/crypto.js";
 import type { Db, Executor } from "../../platform/db/index.js";
 import { AppError, badRequest, describeProblems, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { CASE_TYPES, type CaseType } from "../case-model/index.js";
-import { requireTenant } from "../tenants/index.js";
 import type { CompiledWorkflow } from "../workflows/index.js";
 import {
   checkTenantRequirements,
   getCompiledWorkflow,
+  requireVersion,
   resolveSubmissionWorkflow,
 } from "../workflows/index.js";
 import {
@@ -241,9 +241,7 @@ export async function dryRunCase(
   requestId: string,
   options: { wait?: boolean } = {},
 ): Promise<AdminCaseRecordView> {
-  await requireTenant(ctx.db.root, tenantId);
-  const wf = await getCompiledWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, workflowId, version);
-  if (!wf) throw notFound(`version ${version} of workflow ${workflowId}`);
+  const wf = await requireVersion(ctx, tenantId, workflowId, version);
   await checkTenantRequirements(ctx.db.root, tenantId, wf);
   const full = { ...input, workflowId, workflowVersion: version };
   const prepared = await prepare(ctx, full, async () => wf);

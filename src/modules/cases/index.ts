@@ -39,6 +39,10 @@ export {
   listCases,
   /** One page of the tenant's cases by due date, the most overdue first, then those without a deadline. */
   listCasesByDue,
+  /** One page newest first filtered by a tag, reading at most SCAN_LIMIT cases (it says where it stopped). */
+  listCasesScanned,
+  /** How many cases a page filtered by a tag (the queue's, All cases') reads at most. */
+  SCAN_LIMIT,
 } from "./case-search.repo.js";
 export {
   /** Closes a case for good */
@@ -61,6 +65,8 @@ export {
   casesDecided,
   /** The tenant's cases of a workflow accepted in a window, dry runs left out (a subquery). */
   casesOfWorkflow,
+  /** Whether new cases wait to be started: live work is queued (a backtest waits then). */
+  casesWaitingToStart,
   /** Claims cases waiting to start, oldest first: counts a run of each and leases them, committed before the run */
   claimReceivedCases,
   /** The tenant's case, or undefined for an unknown id, a malformed id or another tenant's case. */

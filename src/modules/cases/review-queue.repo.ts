@@ -1,5 +1,14 @@
 import { type Executor, keysetPage } from "../../platform/db/index.js";
-import { type CaseFilters, filterCases, type ListedCase, listedCases } from "./case-search.repo.js";
+import {
+  type CaseFilters,
+  type CaseKeyset,
+  filterCases,
+  type ListedCase,
+  listedCases,
+  type ScannedPage,
+  scanEdge,
+  upTo,
+} from "./case-search.repo.js";
 
 // The review queue's read of the cases table, for the console: the "All cases" view's query and
 // filters, one status at a time, oldest first.
@@ -18,17 +27,27 @@ export type QueueRow = ListedCase;
 /**
  * One page of the queue, oldest first, after the keyset position `after`. The index
  * `cases_tenant_status (tenant_id, status, created_at DESC, id DESC)`, read backwards, serves it.
+ * With a tag (`among`), the page reads at most SCAN_LIMIT cases along it: the SCAN_LIMIT-th is
+ * found first, and the page stops there (`scannedTo` when it is short).
  */
-export function listQueue(
+export async function listQueue(
   db: Executor,
   tenantId: string,
   f: QueueFilters,
   limit: number,
-  after: { createdAt: Date; id: string } | undefined,
-): Promise<QueueRow[]> {
-  const query = filterCases(listedCases(db, tenantId), f);
+  after: CaseKeyset | undefined,
+): Promise<ScannedPage<QueueRow>> {
   const position = after && ([after.createdAt, after.id] as const);
-  return keysetPage(query, ["created_at", "id"], "asc", position, limit).execute();
+  // The plain bound on the time lets the index range start at the position (the keyset's own
+  // condition, an OR, is exact but no index condition).
+  let query = filterCases(listedCases(db, tenantId), f);
+  if (after) query = query.where("created_at", ">=", after.createdAt);
+  if (!f.among || f.among.length === 0)
+    return { rows: await keysetPage(query, ["created_at", "id"], "asc", position, limit).execute() };
+  const edge = await scanEdge(db, tenantId, f, "asc", after);
+  const bounded = edge ? upTo(edge, "asc")(query) : query;
+  const rows = await keysetPage(bounded, ["created_at", "id"], "asc", position, limit).execute();
+  return rows.length < limit && edge ? { rows, scannedTo: edge } : { rows };
 }
 
 /** How many cases each tab holds, counted up to `cap` (a tab shows "1000+" past it). */

@@ -10,12 +10,13 @@ import {
   getReviewSlas,
   listCases,
   listCasesByDue,
+  listCasesScanned,
 } from "../cases/index.js";
 import { casesTagged, getTagOptions } from "../tags/index.js";
 import { getUsers } from "../users/index.js";
 import { getWorkflows } from "../workflows/index.js";
 import { utcDay as day } from "./form.js";
-import { decodeCursor, encodeCursor, sortOf, withDue } from "./list-order.js";
+import { decodeCursor, nextCursor, sortOf, withDue } from "./list-order.js";
 
 export const ALL_PAGE_SIZE = 50;
 
@@ -51,6 +52,8 @@ export interface AllCasesPage {
   rows: AllCasesRow[];
   nextCursor: string | null;
   paged: boolean;
+  /** The page stopped after reading its share of cases (a tag few carry): the next page reads on. */
+  scanned: boolean;
   workflows: string[];
   tags: string[];
   users: Array<{ userId: string; name: string }>;
@@ -137,7 +140,20 @@ export async function allCases(
   };
 
   let found: Promise<CaseListRow[]>;
-  if (q === "") {
+  let scannedTo: { createdAt: Date; id: string } | undefined;
+  if (q === "" && tag && (position?.kind === "created" || sort === "")) {
+    // A tag few of the filtered cases carry: the page reads a bounded share of them (SCAN_LIMIT).
+    found = listCasesScanned(
+      ctx.db.root,
+      tenantId,
+      filters,
+      limit,
+      position && { createdAt: position.at, id: position.id },
+    ).then((scanned) => {
+      scannedTo = scanned.scannedTo;
+      return scanned.rows;
+    });
+  } else if (q === "") {
     found = list(filters);
   } else {
     // A case id is not a name: its pieces would only make the name search slower.
@@ -166,7 +182,6 @@ export async function allCases(
     getCaseFilters(ctx, tenantId),
   ]);
   const page = rows.slice(0, ALL_PAGE_SIZE);
-  const last = page.at(-1);
   const now = Date.now();
   const form: AllCasesForm = {
     q,
@@ -185,7 +200,8 @@ export async function allCases(
   return {
     form,
     rows: page.map((row) => withDue(row, slas, now)),
-    nextCursor: rows.length > ALL_PAGE_SIZE && last ? encodeCursor(last, sort) : null,
+    nextCursor: nextCursor(rows, ALL_PAGE_SIZE, sort, scannedTo),
+    scanned: scannedTo !== undefined,
     paged: position !== undefined,
     workflows: workflows.map((w) => w.workflowId),
     tags: tags.map((t) => t.tag),

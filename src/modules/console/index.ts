@@ -83,6 +83,8 @@ export {
   Field,
   /** Nested JSON as a list of dotted paths and their values. */
   Fields,
+  /** A table cell holding an id (or its start) as a link to its page. */
+  LinkCell,
   /** A value's underscores as spaces (`not_a_match` → `not a match`). */
   label,
   /** The options of a select, each value shown as it is, one of them chosen. */

@@ -28,6 +28,21 @@ export function encodeCursor(
   return Buffer.from(`${kind}|${at.toISOString()}|${row.id}`).toString("base64url");
 }
 
+/**
+ * The next page's link of a list read `pageSize + 1` rows at a time: after the page's last row
+ * when there is more, else from where a bounded read stopped (`scannedTo`), else none.
+ */
+export function nextCursor(
+  rows: ReadonlyArray<{ created_at: Date; id: string; due_at?: Date | null }>,
+  pageSize: number,
+  sort: ListSort,
+  scannedTo: { createdAt: Date; id: string } | undefined,
+): string | null {
+  const last = rows[pageSize - 1];
+  if (rows.length > pageSize && last) return encodeCursor(last, sort);
+  return scannedTo ? encodeCursor({ created_at: scannedTo.createdAt, id: scannedTo.id }, sort) : null;
+}
+
 /** A page link's position, which must be of the list's sort; 400 for one the console did not make. */
 export function decodeCursor(cursor: string, sort: ListSort): ListPosition {
   const [kind, at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");

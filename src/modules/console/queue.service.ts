@@ -12,7 +12,7 @@ import {
 } from "../cases/index.js";
 import { casesTagged, getTagOptions } from "../tags/index.js";
 import { getWorkflows } from "../workflows/index.js";
-import { decodeCursor, encodeCursor, sortOf, withDue } from "./list-order.js";
+import { decodeCursor, nextCursor, sortOf, withDue } from "./list-order.js";
 
 export const PAGE_SIZE = 50;
 export const COUNT_CAP = 1000;
@@ -39,6 +39,8 @@ export interface QueuePage {
   nextCursor: string | null;
   /** Past the first page. */
   paged: boolean;
+  /** The page stopped after reading its share of cases (a tag few carry): the next page reads on. */
+  scanned: boolean;
   workflows: string[];
   tags: string[];
 }
@@ -71,7 +73,7 @@ export async function reviewQueue(ctx: AppContext, tenantId: string, q: QueueQue
     createdTo,
     among: tag ? [casesTagged(ctx.db.root, tenantId, tag)] : undefined,
   };
-  const [rows, counts, workflows, tags] = await Promise.all([
+  const [listed, counts, workflows, tags] = await Promise.all([
     after?.kind === "created" || sort === ""
       ? listQueue(
           ctx.db.root,
@@ -80,19 +82,23 @@ export async function reviewQueue(ctx: AppContext, tenantId: string, q: QueueQue
           PAGE_SIZE + 1,
           after && { createdAt: after.at, id: after.id },
         )
-      : listCasesByDue(ctx.db.root, tenantId, filters, slas, PAGE_SIZE + 1, after),
+      : listCasesByDue(ctx.db.root, tenantId, filters, slas, PAGE_SIZE + 1, after).then((rows) => ({
+          rows,
+          scannedTo: undefined,
+        })),
     countQueue(ctx.db.root, tenantId, COUNT_CAP),
     getWorkflows(ctx, tenantId),
     getTagOptions(ctx, tenantId),
   ]);
+  const { rows, scannedTo } = listed;
   const page = rows.slice(0, PAGE_SIZE);
-  const last = page.at(-1);
   const now = Date.now();
   return {
     filters: { status, type: type ?? "", workflowId: workflowId ?? "", tag: tag ?? "", age: age ?? "", sort },
     rows: page.map((row) => withDue(row, slas, now)),
     counts,
-    nextCursor: rows.length > PAGE_SIZE && last ? encodeCursor(last, sort) : null,
+    nextCursor: nextCursor(rows, PAGE_SIZE, sort, scannedTo),
+    scanned: scannedTo !== undefined,
     paged: after !== undefined,
     workflows: workflows.map((w) => w.workflowId),
     tags: tags.map((t) => t.tag),

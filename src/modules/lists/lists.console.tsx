@@ -9,6 +9,7 @@ import {
   Field,
   FormPanel,
   formOf,
+  LinkCell,
   Options,
   type PageContext,
   Panel,
@@ -80,11 +81,7 @@ function ListsPage({ page, lists, notice }: { page: PageContext; lists: ListView
             ]}
             row={(l) => (
               <>
-                <td>
-                  <a class="mono" href={pathOf(l.listId)}>
-                    {l.listId}
-                  </a>
-                </td>
+                <LinkCell href={pathOf(l.listId)}>{l.listId}</LinkCell>
                 <td>{l.description}</td>
                 <td class="mono">{l.normalize}</td>
                 <td class="num">{l.valueCount}</td>

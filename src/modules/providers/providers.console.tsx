@@ -77,24 +77,22 @@ function providerRoutes(scope: App, ctx: AppContext): void {
     const session = sessionOf(request);
     const { caseId } = request.params;
     const form = formOf(request);
+    /** The case page with the action refused, saying why: 409. */
+    const refuse = (message: string) =>
+      sendCasePage(ctx, request, reply, caseId, {
+        result: <ActionResult label="Provider action" outcome="failed" message={message} />,
+        status: 409,
+      });
     // The same rule as the case's other work: a dry run's case is not acted on, and an analyst
     // acts on their own cases and those nobody owns (an admin on any).
     if ((await getCase(ctx, session.tenantId, caseId)).dryRun) {
-      const result = (
-        <ActionResult
-          label="Provider action"
-          outcome="failed"
-          message="A dry run's case: no provider action is run on it."
-        />
-      );
-      return sendCasePage(ctx, request, reply, caseId, { result, status: 409 });
+      return refuse("A dry run's case: no provider action is run on it.");
     }
     try {
       await requireWork(ctx, workerOf(session), caseId);
     } catch (error) {
       if (!(error instanceof AppError) || error.status !== 409) throw error;
-      const result = <ActionResult label="Provider action" outcome="failed" message={error.message} />;
-      return sendCasePage(ctx, request, reply, caseId, { result, status: 409 });
+      return refuse(error.message);
     }
     const { offered } = await getCaseActions(ctx, session.tenantId, caseId);
     const action = offered.find(
@@ -105,14 +103,9 @@ function providerRoutes(scope: App, ctx: AppContext): void {
         (a.kind === "durable" || a.handle === form.text("handle")),
     );
     if (!action) {
-      const result = (
-        <ActionResult
-          label="Provider action"
-          outcome="failed"
-          message="This action is not offered on the case any more (the node it belonged to is no longer paused)."
-        />
+      return refuse(
+        "This action is not offered on the case any more (the node it belonged to is no longer paused).",
       );
-      return sendCasePage(ctx, request, reply, caseId, { result, status: 409 });
     }
     const caller = { tenantId: session.tenantId, actor: session.actor };
     const params = paramsOf(form, action);

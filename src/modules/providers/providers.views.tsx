@@ -1,3 +1,4 @@
+import type { ComponentChildren } from "preact";
 import {
   ActorName,
   Badge,
@@ -337,6 +338,31 @@ function ActionForm({ action, view, caseId }: { action: OfferedAction; view: Cas
   );
 }
 
+/** A heading, then a form for each of its actions; nothing when there are none. */
+function ActionGroup({
+  title,
+  actions,
+  view,
+  caseId,
+}: {
+  title: ComponentChildren;
+  actions: OfferedAction[];
+  view: CaseView;
+  caseId: string;
+}) {
+  if (actions.length === 0) return null;
+  return (
+    <>
+      <h3>{title}</h3>
+      <div class="stack">
+        {actions.map((a) => (
+          <ActionForm action={a} view={view} caseId={caseId} />
+        ))}
+      </div>
+    </>
+  );
+}
+
 /** The providers' actions as buttons (a paused node's, then the durable ones) and those run so far. */
 export function ActionsPanel({
   offered,
@@ -359,28 +385,19 @@ export function ActionsPanel({
   return (
     <Panel title="Provider actions" id="provider-actions">
       {!canAct && refusal && offered.length > 0 ? <p class="small muted">{refusal}</p> : null}
-      {canAct && pending.length > 0 ? (
-        <>
-          <h3>
-            While <span class="mono">{pending[0]?.nodeId}</span> waits on {pending[0]?.brokerId}
-          </h3>
-          <div class="stack">
-            {pending.map((a) => (
-              <ActionForm action={a} view={view} caseId={caseId} />
-            ))}
-          </div>
-        </>
+      {canAct ? (
+        <ActionGroup
+          title={
+            <>
+              While <span class="mono">{pending[0]?.nodeId}</span> waits on {pending[0]?.brokerId}
+            </>
+          }
+          actions={pending}
+          view={view}
+          caseId={caseId}
+        />
       ) : null}
-      {canAct && durable.length > 0 ? (
-        <>
-          <h3>Any time</h3>
-          <div class="stack">
-            {durable.map((a) => (
-              <ActionForm action={a} view={view} caseId={caseId} />
-            ))}
-          </div>
-        </>
-      ) : null}
+      {canAct ? <ActionGroup title="Any time" actions={durable} view={view} caseId={caseId} /> : null}
       {recent.length > 0 ? (
         <>
           <h3>Run so far</h3>

@@ -135,6 +135,8 @@ export {
   listsInUse,
   /** Publishes a version and makes it current, in the audit log with its actor. */
   publishVersion,
+  /** A version of the tenant's workflow, compiled: 404 for an unknown tenant, workflow or version. */
+  requireVersion,
   /** The version a new case runs on (`POST /cases`) */
   resolveSubmissionWorkflow,
 } from "./workflows.service.js";

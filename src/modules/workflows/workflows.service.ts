@@ -132,9 +132,7 @@ export async function publishVersion(
   version: number,
   actor = "operator",
 ): Promise<PublishedVersionView> {
-  await requireTenant(ctx.db.root, tenantId);
-  const wf = await getCompiledWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, workflowId, version);
-  if (!wf) throw notFound(`version ${version} of workflow ${workflowId}`);
+  const wf = await requireVersion(ctx, tenantId, workflowId, version);
   await checkTenantRequirements(ctx.db.root, tenantId, wf);
   // A list read by the version may have been deleted since the version was created.
   await checkListsExist(ctx, tenantId, wf.definition);
@@ -245,6 +243,19 @@ export async function getCompiledWorkflow(
   return (
     cached(types, key) ?? remember(types, compileWorkflow(types, key, row.definition as WorkflowDefinition))
   );
+}
+
+/** A version of the tenant's workflow, compiled: 404 for an unknown tenant, workflow or version. */
+export async function requireVersion(
+  ctx: AppContext,
+  tenantId: string,
+  workflowId: string,
+  version: number,
+): Promise<CompiledWorkflow> {
+  await requireTenant(ctx.db.root, tenantId);
+  const wf = await getCompiledWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, workflowId, version);
+  if (!wf) throw notFound(`version ${version} of workflow ${workflowId}`);
+  return wf;
 }
 
 /**

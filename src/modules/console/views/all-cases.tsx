@@ -1,6 +1,13 @@
 import { CASE_STATUSES, DECISION_VALUES } from "../../case-model/index.js";
 import type { AllCasesPage } from "../all-cases.service.js";
-import { CaseCell, DueCell, filterUrl, SortSelect, TypeWorkflowTagFilters } from "./case-list.js";
+import {
+  CaseCell,
+  DueCell,
+  filterUrl,
+  ScannedNote,
+  SortSelect,
+  TypeWorkflowTagFilters,
+} from "./case-list.js";
 import { Badge, DataTable, FilterSelect, label, Pager, Time } from "./components.js";
 import { Csrf, FieldError, FormError, Layout, Notice, type PageContext, PageHead } from "./layout.js";
 
@@ -256,6 +263,7 @@ export function AllCasesView({
           )}
         />
       )}
+      <ScannedNote scanned={view.scanned} />
       <Pager
         first={view.paged ? filterUrl(base, f, {}) : undefined}
         next={view.nextCursor ? filterUrl(base, f, { cursor: view.nextCursor }) : undefined}

@@ -1,4 +1,5 @@
 import { CASE_TYPES } from "../../case-model/index.js";
+import { SCAN_LIMIT } from "../../cases/index.js";
 import { FilterSelect, Time } from "./components.js";
 
 // The pieces the lists of cases share (the review queue, All cases and Mine): the links that keep
@@ -71,4 +72,14 @@ export function CaseCell({ row }: { row: { id: string; display_name: string | nu
       <div class="small muted mono">{row.id.slice(0, 8)}</div>
     </td>
   );
+}
+
+/** Under a list whose page stopped reading (a tag few cases carry): the next page reads on. */
+export function ScannedNote({ scanned }: { scanned: boolean }) {
+  return scanned ? (
+    <p class="small muted">
+      Fewer cases carry this tag than a page holds among the next {SCAN_LIMIT.toLocaleString("en")} cases
+      read: the next page reads on.
+    </p>
+  ) : null;
 }

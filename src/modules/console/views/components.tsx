@@ -283,6 +283,17 @@ export function SubmitButton({ children }: { children: ComponentChildren }) {
   );
 }
 
+/** A table cell holding an id (or its start) as a link to its page. */
+export function LinkCell({ href, children }: { href: string; children: ComponentChildren }) {
+  return (
+    <td>
+      <a class="mono" href={href}>
+        {children}
+      </a>
+    </td>
+  );
+}
+
 /** A table cell holding a time; `narrow` hides it on narrow screens. */
 export function TimeCell({ iso, narrow }: { iso: string | null | undefined; narrow?: boolean }) {
   return (

@@ -1,6 +1,13 @@
 import { QUEUE_STATUSES } from "../../cases/index.js";
 import { type AGES, COUNT_CAP, type QueuePage } from "../queue.service.js";
-import { CaseCell, DueCell, filterUrl, SortSelect, TypeWorkflowTagFilters } from "./case-list.js";
+import {
+  CaseCell,
+  DueCell,
+  filterUrl,
+  ScannedNote,
+  SortSelect,
+  TypeWorkflowTagFilters,
+} from "./case-list.js";
 import { age, Badge, DataTable, FilterSelect, label, Pager, SubmitButton, TimeCell } from "./components.js";
 import { Layout, type PageContext, PageHead } from "./layout.js";
 
@@ -99,6 +106,7 @@ export function QueuePageView({ page, queue }: { page: PageContext; queue: Queue
           )}
         />
       )}
+      <ScannedNote scanned={queue.scanned} />
       <Pager
         first={queue.paged ? queueUrl(f, { cursor: "" }) : undefined}
         next={queue.nextCursor ? queueUrl(f, { cursor: queue.nextCursor }) : undefined}
