@@ -1,16 +1,12 @@
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAppContext, serviceMigrations } from "../src/context.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
-import { type Db, openDb } from "../src/platform/db/index.js";
 import { createLogger } from "../src/platform/logger.js";
 import { migrate } from "../src/platform/migrate.js";
 import { ADMIN_TOKEN, buildCheckedApp, testConfig } from "./support/app.js";
 import { pastCases } from "./support/backtests.js";
 import { type Child, runTs } from "./support/children/process.js";
-import { createServerDatabase, SERVER_URL } from "./support/db.js";
+import { crashTestDatabase } from "./support/crash-db.js";
 import { adminHeaders, createPartner } from "./support/fixtures.js";
 import { amountScreen, createWorkflow } from "./support/workflows.js";
 
@@ -48,27 +44,14 @@ async function progressReaching(
   }
 }
 
-let dataDir: string;
-let serverDb: { url: string; drop(): Promise<void> } | undefined;
-
-async function open(): Promise<Db> {
-  return openDb(serverDb ? { databaseUrl: serverDb.url } : { dataDir });
-}
-
-beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-backtest-crash-"));
-  if (SERVER_URL) serverDb = await createServerDatabase();
-});
-afterAll(async () => {
-  await serverDb?.drop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
+const database = crashTestDatabase("cds-backtest-crash-");
+const open = () => database.open();
 
 describe("a backtest's worker killed with SIGKILL in the middle of 5,000 cases", () => {
   it("resumes after each kill and counts every case once", async () => {
     const db = await open();
     await migrate(db, serviceMigrations());
-    const config = testConfig({ dataDir });
+    const config = testConfig({ dataDir: database.dataDir });
     const app = await buildCheckedApp(createAppContext({ config, db, log: createLogger("silent") }));
     const partner = await createPartner(app);
     await createWorkflow(app, partner.tenantId, "pay", screenAt(1000));
@@ -91,8 +74,7 @@ describe("a backtest's worker killed with SIGKILL in the middle of 5,000 cases",
     await db.close();
 
     const env = {
-      DATABASE_URL: serverDb?.url ?? "",
-      CDS_DATA_DIR: dataDir,
+      ...database.env(),
       CDS_ADMIN_TOKEN: ADMIN_TOKEN,
       CDS_JOB_LEASE_SECONDS: "2",
       CDS_JOB_POLL_MS: "100",

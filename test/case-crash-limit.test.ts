@@ -1,16 +1,12 @@
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAppContext, serviceMigrations } from "../src/context.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
-import { type Db, openDb } from "../src/platform/db/index.js";
 import { createLogger } from "../src/platform/logger.js";
 import { migrate } from "../src/platform/migrate.js";
 import { ADMIN_TOKEN, buildCheckedApp, testConfig } from "./support/app.js";
 import { type Child, runTs } from "./support/children/process.js";
+import { crashTestDatabase } from "./support/crash-db.js";
 import { crashFeature } from "./support/crash-node.js";
-import { createServerDatabase, SERVER_URL } from "./support/db.js";
 import { createPartner } from "./support/fixtures.js";
 import { featuresWithProbe } from "./support/probe-node.js";
 import { createWorkflow, kycSubject } from "./support/workflows.js";
@@ -28,21 +24,8 @@ const crashingFlow: WorkflowDefinition = {
 const ORDINARY_PER_TENANT = 4;
 const CRASH_LIMIT = 3;
 
-let dataDir: string;
-let serverDb: { url: string; drop(): Promise<void> } | undefined;
-
-async function open(): Promise<Db> {
-  return openDb(serverDb ? { databaseUrl: serverDb.url } : { dataDir });
-}
-
-beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-case-crash-"));
-  if (SERVER_URL) serverDb = await createServerDatabase();
-});
-afterAll(async () => {
-  await serverDb?.drop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
+const database = crashTestDatabase("cds-case-crash-");
+const open = () => database.open();
 
 /** The child's latest `progress <steps> <decided> <failed>` line, once it satisfies `done`. */
 async function settled(
@@ -74,10 +57,10 @@ describe("a case whose run kills its worker process every time", () => {
     const db = await open();
     await migrate(db, serviceMigrations());
     const app = await buildCheckedApp(
-      createAppContext({ config: testConfig({ dataDir }), db, log: createLogger("silent") }, [
-        ...featuresWithProbe,
-        crashFeature,
-      ]),
+      createAppContext(
+        { config: testConfig({ dataDir: database.dataDir }), db, log: createLogger("silent") },
+        [...featuresWithProbe, crashFeature],
+      ),
     );
     const hostile = await createPartner(app);
     const other = await createPartner(app);
@@ -102,8 +85,7 @@ describe("a case whose run kills its worker process every time", () => {
     await db.close();
 
     const env = {
-      DATABASE_URL: serverDb?.url ?? "",
-      CDS_DATA_DIR: dataDir,
+      ...database.env(),
       CDS_ADMIN_TOKEN: ADMIN_TOKEN,
       CDS_JOB_LEASE_SECONDS: "1",
       CDS_JOB_POLL_MS: "100",

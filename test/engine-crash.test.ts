@@ -1,15 +1,11 @@
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAppContext, serviceMigrations } from "../src/context.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
-import { type Db, openDb } from "../src/platform/db/index.js";
 import { createLogger } from "../src/platform/logger.js";
 import { migrate } from "../src/platform/migrate.js";
 import { ADMIN_TOKEN, buildCheckedApp, testConfig } from "./support/app.js";
 import { type Child, runTs } from "./support/children/process.js";
-import { createServerDatabase, SERVER_URL } from "./support/db.js";
+import { crashTestDatabase } from "./support/crash-db.js";
 import { createPartner } from "./support/fixtures.js";
 import { featuresWithProbe } from "./support/probe-node.js";
 import { createWorkflow, kycSubject } from "./support/workflows.js";
@@ -65,28 +61,15 @@ async function progressReaching(
   }
 }
 
-let dataDir: string;
-let serverDb: { url: string; drop(): Promise<void> } | undefined;
-
-async function open(): Promise<Db> {
-  return openDb(serverDb ? { databaseUrl: serverDb.url } : { dataDir });
-}
-
-beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-engine-crash-"));
-  if (SERVER_URL) serverDb = await createServerDatabase();
-});
-afterAll(async () => {
-  await serverDb?.drop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
+const database = crashTestDatabase("cds-engine-crash-");
+const open = () => database.open();
 
 describe("a worker killed with SIGKILL in the middle of workflows", () => {
   it("leaves every case decided exactly once after restarts", async () => {
     // Provision and submit through the real app, then hand the database to the workers.
     const db = await open();
     await migrate(db, serviceMigrations());
-    const config = testConfig({ dataDir });
+    const config = testConfig({ dataDir: database.dataDir });
     const app = await buildCheckedApp(
       createAppContext({ config, db, log: createLogger("silent") }, featuresWithProbe),
     );
@@ -107,8 +90,7 @@ describe("a worker killed with SIGKILL in the middle of workflows", () => {
     await db.close();
 
     const env = {
-      DATABASE_URL: serverDb?.url ?? "",
-      CDS_DATA_DIR: dataDir,
+      ...database.env(),
       CDS_ADMIN_TOKEN: ADMIN_TOKEN,
       CDS_JOB_LEASE_SECONDS: "2",
       CDS_JOB_POLL_MS: "100",

@@ -1,14 +1,11 @@
-import fs from "node:fs";
 import net from "node:net";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SumsubSimulator } from "../src/modules/providers/brokers/sumsub/sumsub.simulator.js";
 import type { RunningSimulator } from "../src/modules/providers/simulator.js";
-import { type Db, openDb } from "../src/platform/db/index.js";
+import type { Db } from "../src/platform/db/index.js";
 import { ADMIN_TOKEN } from "./support/app.js";
 import { type Child, runTs } from "./support/children/process.js";
-import { createServerDatabase, SERVER_URL } from "./support/db.js";
+import { crashTestDatabase } from "./support/crash-db.js";
 import { SUMSUB_CREDENTIALS, SUMSUB_WEBHOOK_SECRET } from "./support/providers.js";
 
 const CASES = 3;
@@ -21,21 +18,16 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-let dataDir: string;
-let serverDb: { url: string; drop(): Promise<void> } | undefined;
+const database = crashTestDatabase("cds-providers-crash-");
 let sim: SumsubSimulator;
 let simServer: RunningSimulator;
 
 beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-providers-crash-"));
-  if (SERVER_URL) serverDb = await createServerDatabase();
   sim = new SumsubSimulator({ ...SUMSUB_CREDENTIALS, webhookSecret: SUMSUB_WEBHOOK_SECRET });
   simServer = await sim.listen(0);
 });
 afterAll(async () => {
   await simServer.close();
-  await serverDb?.drop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe("a service killed with SIGKILL between its vendor calls and their commit", () => {
@@ -43,8 +35,7 @@ describe("a service killed with SIGKILL between its vendor calls and their commi
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const env = {
-      DATABASE_URL: serverDb?.url ?? "",
-      CDS_DATA_DIR: dataDir,
+      ...database.env(),
       CDS_ADMIN_TOKEN: ADMIN_TOKEN,
       PORT: String(port),
       HOST: "127.0.0.1",
@@ -170,7 +161,7 @@ describe("a service killed with SIGKILL between its vendor calls and their commi
     child.kill("SIGTERM");
     await child.exited;
 
-    const db: Db = await openDb(serverDb ? { databaseUrl: serverDb.url } : { dataDir });
+    const db: Db = await database.open();
     try {
       const runs = await db.root.selectFrom("provider_runs").select(["case_id", "subject_ref"]).execute();
       expect(runs).toHaveLength(CASES);
