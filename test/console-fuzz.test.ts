@@ -11,6 +11,7 @@ import { testConfig } from "./support/app.js";
 import { type ConsoleClient, createConsoleUser, signIn } from "./support/console.js";
 import { createTestDatabase, type TestDatabase } from "./support/db.js";
 import { createPartner, createStoredCase, type Partner } from "./support/fixtures.js";
+import { fuzzRun } from "./support/fuzz.js";
 import { raiseRfi } from "./support/rfi.js";
 
 /**
@@ -24,15 +25,14 @@ import { raiseRfi } from "./support/rfi.js";
  * fresh seed, printed (CDS_FUZZ_SEED and CDS_FUZZ_REQUESTS set them).
  */
 
-const LONG = process.env.CDS_FUZZ === "1";
-const SEED = Number(process.env.CDS_FUZZ_SEED || (LONG ? Math.floor(Math.random() * 2 ** 31) : 20261125));
-const REQUESTS = Number(process.env.CDS_FUZZ_REQUESTS || (LONG ? 20_000 : 1_500));
-/** The run's time limit grows with its requests: 50 ms each, on a machine ten times slower than ours. */
-const TIMEOUT_MS = Math.max(60_000, REQUESTS * 50);
-if (LONG)
-  console.log(
-    `console fuzz: seed ${SEED}, about ${REQUESTS} requests (CDS_FUZZ_SEED=${SEED} repeats this run)`,
-  );
+const {
+  seed: SEED,
+  requests: REQUESTS,
+  timeoutMs: TIMEOUT_MS,
+} = fuzzRun("console fuzz", {
+  seed: 20261125,
+  requests: 1_500,
+});
 
 const errorLines: string[] = [];
 let app: App;

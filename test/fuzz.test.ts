@@ -11,6 +11,7 @@ import { createLogger } from "../src/platform/logger.js";
 import { testConfig } from "./support/app.js";
 import { createTestDatabase, type TestDatabase } from "./support/db.js";
 import { adminHeaders, createPartner, createStoredCase, type Partner } from "./support/fixtures.js";
+import { fuzzRun } from "./support/fuzz.js";
 import { raiseRfi } from "./support/rfi.js";
 import { amountScreen, createWorkflow } from "./support/workflows.js";
 
@@ -24,13 +25,14 @@ import { amountScreen, createWorkflow } from "./support/workflows.js";
  * fresh seed, printed (CDS_FUZZ_SEED and CDS_FUZZ_REQUESTS set them).
  */
 
-const LONG = process.env.CDS_FUZZ === "1";
-const SEED = Number(process.env.CDS_FUZZ_SEED || (LONG ? Math.floor(Math.random() * 2 ** 31) : 20261123));
-const REQUESTS = Number(process.env.CDS_FUZZ_REQUESTS || (LONG ? 20_000 : 2_000));
-/** The run's time limit grows with its requests: 50 ms each, on a machine ten times slower than ours. */
-const TIMEOUT_MS = Math.max(60_000, REQUESTS * 50);
-if (LONG)
-  console.log(`fuzz: seed ${SEED}, about ${REQUESTS} requests (CDS_FUZZ_SEED=${SEED} repeats this run)`);
+const {
+  seed: SEED,
+  requests: REQUESTS,
+  timeoutMs: TIMEOUT_MS,
+} = fuzzRun("fuzz", {
+  seed: 20261123,
+  requests: 2_000,
+});
 
 const errorLines: string[] = [];
 let app: App;
