@@ -16,6 +16,8 @@ export interface ReceivedRequest {
   body: Buffer;
   /** When the whole body had arrived, in epoch milliseconds with sub-millisecond precision. */
   at: number;
+  /** Whether it is still unanswered with its connection open (neither answered nor given up on). */
+  open: boolean;
   text(): string;
   // biome-ignore lint/suspicious/noExplicitAny: a received body is whatever the test expects
   json<T = any>(): T;
@@ -77,6 +79,11 @@ export class Receiver {
       : this.requests.filter((r) => r.path.split("?")[0] === path);
   }
 
+  /** How many requests on `path` are still open: not answered, and not given up on by the client. */
+  open(path: string): number {
+    return this.received(path).filter((r) => r.open).length;
+  }
+
   /** Resolves once `count` requests reached `path` (or any path), with them; rejects after the timeout. */
   async waitFor(
     count: number,
@@ -129,9 +136,13 @@ export class Receiver {
         headers: req.headers,
         body,
         at: now(),
+        open: true,
         text: () => body.toString("utf8"),
         json: () => JSON.parse(body.toString("utf8")),
       };
+      res.on("close", () => {
+        received.open = false;
+      });
       const path = received.path.split("?")[0] as string;
       const index = this.#counts.get(path) ?? 0;
       this.#counts.set(path, index + 1);
