@@ -8,7 +8,6 @@ import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
 import {
   configureWebhook,
-  type ReceivedRequest,
   Receiver,
   TEST_WEBHOOK_SECRET,
   type WebhookSetup,
