@@ -6,12 +6,7 @@ import { emitEvent, type NewEvent } from "../src/modules/webhooks/events.js";
 import { hmacHex } from "../src/platform/crypto.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
-import {
-  configureWebhook,
-  Receiver,
-  TEST_WEBHOOK_SECRET,
-  type WebhookSetup,
-} from "./support/receiver.js";
+import { configureWebhook, Receiver, TEST_WEBHOOK_SECRET, type WebhookSetup } from "./support/receiver.js";
 
 let h: TestApp;
 let receiver: Receiver;
