@@ -45,11 +45,8 @@ $$;
 -- updated in place (an UPDATE would leave every old row version behind, the table twice its size),
 -- in the order of the cases' times, as the service writes it: an entity's recent cases stay near
 -- each other, and an index-only scan of its window reads few pages of the visibility map.
-CREATE TABLE case_entities_new (LIKE case_entities INCLUDING DEFAULTS);
-ALTER TABLE case_entities_new ADD COLUMN peers uuid[];
-
-INSERT INTO case_entities_new
-SELECT l.*, array_remove(c.peers, entity_peer(l.entity_id, l.entity_type))
+CREATE TEMP TABLE case_entities_with_peers ON COMMIT DROP AS
+SELECT l.*, array_remove(c.peers, entity_peer(l.entity_id, l.entity_type)) AS peers
 FROM case_entities l
 LEFT JOIN (
   SELECT case_id, array_agg(entity_peer(entity_id, entity_type)) AS peers
@@ -59,8 +56,11 @@ LEFT JOIN (
 ) c ON c.case_id = l.case_id
 ORDER BY l.case_time;
 
-DROP TABLE case_entities;
-ALTER TABLE case_entities_new RENAME TO case_entities;
+TRUNCATE case_entities;
+DROP INDEX case_entities_entity_time;
+ALTER TABLE case_entities DROP CONSTRAINT case_entities_pkey;
+ALTER TABLE case_entities ADD COLUMN peers uuid[];
+INSERT INTO case_entities SELECT * FROM case_entities_with_peers;
 ALTER TABLE case_entities ADD PRIMARY KEY (case_id, entity_id);
 
 CREATE INDEX case_entities_entity_time ON case_entities (entity_id, case_time DESC, case_id DESC)
