@@ -258,6 +258,13 @@ describe("countDistinct", () => {
     const rows = await peersOf(wide);
     expect(rows).toHaveLength(20);
     expect(rows.every((r) => r.peers === null)).toBe(true);
+    // 16 keys, the most whose links carry their peers.
+    const sixteen = Array.from({ length: 14 }, (_, i) => `N${i}`);
+    const widest = await submit(
+      partner,
+      transaction({ customer: "v", devices: sixteen, to: "BE68539007547034" }, -HOUR),
+    );
+    expect((await peersOf(widest)).map((r) => r.peers)).toEqual(Array(16).fill(15));
     const probe = await submit(partner, transaction({ customer: "w", devices: ["M0"] }, 0));
     expect(await traceFigures(h.app, probe)).toEqual({
       devices: 19, // M0 … M17, X1
