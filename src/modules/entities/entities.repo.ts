@@ -11,7 +11,7 @@ export type EntityRow = Row<"entities">;
  * It bounds what a case writes (its links times their peers grows with its keys squared) and keeps
  * an index entry small. Migration 0020 fills existing links with the same bound.
  */
-export const PEERS_MAX_KEYS = 16;
+const PEERS_MAX_KEYS = 16;
 
 /**
  * What the statement that accepts cases writes for entities: each new key's entity (a key seen
