@@ -310,7 +310,7 @@ export async function resolveSubmissionWorkflow(
   workflowId: string,
   version: number | undefined,
 ): Promise<CompiledWorkflow> {
-  return (await resolveSubmissionTarget(types, db, tenantId, workflowId, version, true)).wf;
+  return (await resolveSubmissionTarget(types, db, { tenantId, workflowId, version }, true)).wf;
 }
 
 /**
@@ -341,9 +341,7 @@ function seen(db: Executor) {
 export async function resolveSubmissionTarget(
   types: NodeTypes,
   db: Executor,
-  tenantId: string,
-  workflowId: string,
-  version: number | undefined,
+  { tenantId, workflowId, version }: SubmissionTargetKey,
   fresh: boolean,
 ): Promise<{ wf: CompiledWorkflow; confirmCurrent: boolean }> {
   const memory = seen(db);
@@ -355,7 +353,7 @@ export async function resolveSubmissionTarget(
       if (wf) return { wf, confirmCurrent: version === undefined };
     }
   }
-  const wf = await lookUpSubmissionWorkflow(types, db, tenantId, workflowId, version);
+  const wf = await lookUpSubmissionWorkflow(types, db, { tenantId, workflowId, version });
   if (version === undefined) memory.current.set(name, wf.version);
   memory.published.add(`${name}\u0000${wf.version}`);
   return { wf, confirmCurrent: false };
@@ -364,9 +362,7 @@ export async function resolveSubmissionTarget(
 async function lookUpSubmissionWorkflow(
   types: NodeTypes,
   db: Executor,
-  tenantId: string,
-  workflowId: string,
-  version: number | undefined,
+  { tenantId, workflowId, version }: SubmissionTargetKey,
 ): Promise<CompiledWorkflow> {
   if (version !== undefined && !isVersionNumber(version)) {
     throw refused("workflowVersion", `${version} is not a version of workflow ${workflowId}`);
