@@ -10,7 +10,6 @@ import { backtestWorkers } from "./backtests.runner.js";
  */
 export const backtestsModule: FeatureModule = {
   name: "backtests",
-  migrations: "backtests",
   tables: ["backtests", "backtest_cases"],
   routes: backtestsRoutes,
   background: backtestWorkers,

@@ -5,7 +5,6 @@ import { casesRoutes } from "./cases.routes.js";
 
 export const casesModule: FeatureModule = {
   name: "cases",
-  migrations: "cases",
   tables: ["cases", "case_comments", "review_slas", "case_filters"],
   routes(app, ctx) {
     casesRoutes(app, ctx);

@@ -38,7 +38,6 @@ async function giveUpStep(ctx: AppContext, job: ClaimedJob, attempts: number, tx
 
 export const engineModule: FeatureModule = {
   name: "engine",
-  migrations: "engine",
   tables: ["case_steps", "case_waits"],
   nodeTypes: [...engineNodeTypes],
   background: (ctx) => [new CaseStarter(ctx)],

@@ -8,7 +8,6 @@ import { entitiesRoutes } from "./entities.routes.js";
 /** Entities: what the tenant knows across cases, resolved as each case is accepted (contract section 7). */
 export const entitiesModule: FeatureModule = {
   name: "entities",
-  migrations: "entities",
   tables: ["entities", "case_entities"],
   onCaseAccepted: entityWrites,
   routes: entitiesRoutes,

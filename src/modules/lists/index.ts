@@ -7,7 +7,6 @@ import { listSource } from "./lists.service.js";
 /** Lists: a tenant's named sets of values, which workflows read with `inList` (contract section 7). */
 export const listsModule: FeatureModule = {
   name: "lists",
-  migrations: "lists",
   tables: ["lists", "list_values"],
   routes: listsRoutes,
   cli: listsCli,

@@ -16,7 +16,6 @@ import { vendorPollHandler } from "./vendor-poll.job.js";
  */
 export const providersModule: FeatureModule = {
   name: "providers",
-  migrations: "providers",
   tables: [
     "provider_configs",
     "provider_runs",

@@ -9,7 +9,6 @@ import { uploadRoutes } from "./uploads.routes.js";
 
 export const rfiModule: FeatureModule = {
   name: "rfi",
-  migrations: "rfi",
   tables: ["information_requests", "rfi_upload_slots", "rfi_case_upload_budgets"],
   nodeTypes: [informationRequestNode],
   caseRecord: { informationRequests: listCaseInformationRequests },

@@ -6,7 +6,6 @@ import { toTagView } from "./tags.service.js";
 
 export const tagsModule: FeatureModule = {
   name: "tags",
-  migrations: "tags",
   tables: ["tag_options", "case_tags"],
   routes: tagsRoutes,
   cli: tagsCli,

@@ -22,7 +22,6 @@ export * from "./users.service.js";
 
 export const usersModule: FeatureModule = {
   name: "users",
-  migrations: "users",
   tables: ["console_users", "console_sessions", "console_signin_failures", "console_audit"],
   routes: usersRoutes,
   cli: usersCli,

@@ -21,7 +21,6 @@ export { sealStoredWebhookSecrets };
 /** Webhook endpoints, their secrets, delivery of events and its log. */
 export const webhooksModule: FeatureModule = {
   name: "webhooks",
-  migrations: "webhooks",
   tables: ["webhook_configs", "events", "webhook_deliveries", "webhook_attempts", "webhook_claims"],
   openapi: { webhooks: webhooksSection },
   // Delivery runs on a worker of its own, never on the general one: its attempts wait on

@@ -4,7 +4,6 @@ import { workflowsRoutes } from "./workflows.routes.js";
 
 export const workflowsModule: FeatureModule = {
   name: "workflows",
-  migrations: "workflows",
   tables: ["workflows", "workflow_versions"],
   routes: workflowsRoutes,
   cli: workflowsCli,
