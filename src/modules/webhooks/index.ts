@@ -8,11 +8,20 @@ import { sealStoredWebhookSecrets } from "./webhook-secrets.js";
 import { webhooksCli } from "./webhooks.cli.js";
 
 export {
+  /** The refusal of a host with a non-public address (CDS_ALLOW_PRIVATE_TARGETS off). */
   BlockedTargetError,
+  /** Refuses a host any of whose addresses is not public. */
   checkTargetHost,
+  /** A `lookup` for `http.request` that connects only to the address it checked. */
   guardedLookup,
+  /** The hostname of a URL without IPv6 brackets. */
   hostOf,
+  /** True for an IP address outside the public internet, in any spelling. */
   isPrivateAddress,
+  /** The longest URL the service calls out to. */
+  MAX_TARGET_URL_LENGTH,
+  /** Why the service may not call a URL's host (non-public, or not resolving), or undefined. */
+  targetProblem,
 } from "./target-safety.js";
 
 /** Seals webhook signing secrets stored before they were sealed; the number of configurations. */
