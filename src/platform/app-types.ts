@@ -66,3 +66,11 @@ export interface FeatureModule {
   /** Operator commands, each a call of the operator API. */
   cli?(program: Command, cli: CliContext): void;
 }
+
+/**
+ * The feature named `name`, bringing `parts`. Its code is in `modules/<name>/`, and its
+ * migrations, if it has any, in `migrations/<name>/`.
+ */
+export function feature(name: string, parts: Omit<FeatureModule, "name">): FeatureModule {
+  return { name, ...parts };
+}

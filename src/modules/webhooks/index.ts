@@ -1,4 +1,4 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import { secretBoxOf } from "../../platform/secret-box.js";
 import { deliveriesRoutes } from "./deliveries.routes.js";
 import { DeliveryWorker } from "./delivery-worker.js";
@@ -28,8 +28,7 @@ export {
 export { sealStoredWebhookSecrets };
 
 /** Webhook endpoints, their secrets, delivery of events and its log. */
-export const webhooksModule: FeatureModule = {
-  name: "webhooks",
+export const webhooksModule = feature("webhooks", {
   tables: ["webhook_configs", "events", "webhook_deliveries", "webhook_attempts", "webhook_claims"],
   openapi: { webhooks: webhooksSection },
   // Delivery runs on a worker of its own, never on the general one: its attempts wait on
@@ -45,7 +44,7 @@ export const webhooksModule: FeatureModule = {
     deliveriesRoutes(app, ctx);
   },
   cli: webhooksCli,
-};
+});
 
 export {
   /** A webhook delivery with its attempts, as the delivery log shows it. */
