@@ -243,9 +243,7 @@ export async function submitCase(
       const target = await resolveSubmissionTarget(
         ctx.nodeTypes,
         ctx.db.root,
-        tenantId,
-        input.workflowId,
-        input.workflowVersion,
+        { tenantId, workflowId: input.workflowId, version: input.workflowVersion },
         fresh,
       );
       confirmCurrent = target.confirmCurrent;
