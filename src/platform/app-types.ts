@@ -42,10 +42,10 @@ export interface BackgroundWorker {
  * A feature, whole: everything it brings to the service, which the composition root (`app.ts`,
  * `worker.ts`, `main.ts`) iterates without naming any feature. Its tables are declared in the
  * feature's own `<feature>.tables.ts` (adding to the platform's `Database` type) and created by
- * its migrations in `migrations/<name>/` (a feature without tables has no such folder), numbered
- * in one sequence with the platform's in `migrations/` and every other feature's; `tables` names
- * them, for the ownership check. Modules
- * may add members to this interface (the workflows module adds `nodeTypes`).
+ * its migrations in `migrations/<name>/`, numbered in one sequence with the platform's in
+ * `migrations/` and every other feature's (a feature whose tables came with the platform's early
+ * history has no folder); `tables` names them, for the ownership check. Modules may add members
+ * to this interface (the workflows module adds `nodeTypes`).
  */
 export interface FeatureModule {
   readonly name: string;

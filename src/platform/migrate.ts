@@ -54,7 +54,7 @@ export function readMigrations(dirs: string | readonly string[] = MIGRATIONS_DIR
   return migrations;
 }
 
-/** A feature's migrations folder, `migrations/<name>/` (which a feature without tables has not). */
+/** A feature's migrations folder, `migrations/<name>/` (which not every feature has). */
 export function featureMigrationsDir(name: string): string {
   return path.join(MIGRATIONS_DIR, name);
 }
