@@ -8,19 +8,16 @@ import { type BlobStore, createBlobStore } from "./platform/blobs/index.js";
 import type { AppContext } from "./platform/context.js";
 import type { Db } from "./platform/db/index.js";
 import type { Logger } from "./platform/logger.js";
-import { featureMigrationsDir, MIGRATIONS_DIR, type Migration, readMigrations } from "./platform/migrate.js";
+import { featureMigrationsDirs, MIGRATIONS_DIR, type Migration, readMigrations } from "./platform/migrate.js";
 
 /** The node types of a list of features, in one catalogue. */
 export function nodeTypesOf(features: readonly FeatureModule[]): NodeTypes {
   return new NodeTypes(features.flatMap((f) => f.nodeTypes ?? []));
 }
 
-/** The service's migrations: the platform's in `migrations/`, then each feature's folder. */
+/** The service's migrations: the platform's in `migrations/`, then each feature's `migrations/<name>/`. */
 export function serviceMigrations(features: readonly FeatureModule[] = featureModules): Migration[] {
-  return readMigrations([
-    MIGRATIONS_DIR,
-    ...features.flatMap((f) => (f.migrations ? [featureMigrationsDir(f.migrations)] : [])),
-  ]);
+  return readMigrations([MIGRATIONS_DIR, ...featureMigrationsDirs(features.map((f) => f.name))]);
 }
 
 /**

@@ -42,19 +42,15 @@ export interface BackgroundWorker {
  * A feature, whole: everything it brings to the service, which the composition root (`app.ts`,
  * `worker.ts`, `main.ts`) iterates without naming any feature. Its tables are declared in the
  * feature's own `<feature>.tables.ts` (adding to the platform's `Database` type) and created by
- * its migrations in `migrations/<feature>/`; `tables` names them, for the ownership check. Modules
- * may add members to this interface (the workflows module adds `nodeTypes`).
+ * its migrations in `migrations/<name>/`, numbered in one sequence with the platform's in
+ * `migrations/` and every other feature's (a feature whose tables came with the platform's early
+ * history has no folder); `tables` names them, for the ownership check. Modules may add members
+ * to this interface (the workflows module adds `nodeTypes`).
  */
 export interface FeatureModule {
   readonly name: string;
   /** The tables this feature alone writes. */
   readonly tables?: readonly string[];
-  /**
-   * The folder of its migrations under `migrations/`, numbered in one sequence with the
-   * platform's and every other feature's. (`migrations/` itself holds the platform's, and the
-   * history written before features kept their own.)
-   */
-  readonly migrations?: string;
   /** Hooks on the whole app (authentication), installed before any feature's routes. */
   install?(app: App, ctx: AppContext): void;
   /** Its routes (partner and operator API, console pages). */
@@ -69,4 +65,12 @@ export interface FeatureModule {
   startup?(io: StartupContext): Promise<void>;
   /** Operator commands, each a call of the operator API. */
   cli?(program: Command, cli: CliContext): void;
+}
+
+/**
+ * The feature named `name`, bringing `parts`. Its code is in `modules/<name>/`, and its
+ * migrations, if it has any, in `migrations/<name>/`.
+ */
+export function feature(name: string, parts: Omit<FeatureModule, "name">): FeatureModule {
+  return { name, ...parts };
 }

@@ -54,9 +54,14 @@ export function readMigrations(dirs: string | readonly string[] = MIGRATIONS_DIR
   return migrations;
 }
 
-/** A feature's migrations folder, `migrations/<folder>/`. */
-export function featureMigrationsDir(folder: string): string {
-  return path.join(MIGRATIONS_DIR, folder);
+/** A feature's migrations folder, `migrations/<name>/` (which not every feature has). */
+export function featureMigrationsDir(name: string): string {
+  return path.join(MIGRATIONS_DIR, name);
+}
+
+/** The migrations folders of these features, those that have one, in their order. */
+export function featureMigrationsDirs(names: readonly string[]): string[] {
+  return names.map(featureMigrationsDir).filter((dir) => fs.existsSync(dir));
 }
 
 /**

@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { sha256 } from "./crypto.js";
+import { oncePer } from "./once-per.js";
 
 /**
  * Encryption at rest of what the service must be able to read back (vendor credentials, webhook
@@ -120,21 +121,12 @@ export interface SecretKeySource {
   readonly dataDir: string;
 }
 
-const boxes = new WeakMap<SecretKeySource, SecretBox>();
-
 /**
  * The box of a configuration: `CDS_SECRET_KEY` when set, else (embedded mode; the configuration
  * refuses a PostgreSQL URL without the key) the key kept in the data directory. Made once per
  * configuration.
  */
-export function secretBoxOf(config: SecretKeySource): SecretBox {
-  let box = boxes.get(config);
-  if (!box) {
-    const key = config.secretKey
-      ? parseSecretKey(config.secretKey)
-      : ensureStoredSecretKey(config.dataDir).key;
-    box = createSecretBox(key);
-    boxes.set(config, box);
-  }
-  return box;
-}
+export const secretBoxOf = oncePer((config: SecretKeySource): SecretBox => {
+  const key = config.secretKey ? parseSecretKey(config.secretKey) : ensureStoredSecretKey(config.dataDir).key;
+  return createSecretBox(key);
+});

@@ -2,6 +2,7 @@ import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Db, InSameTransaction } from "../../platform/db/index.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
+import { oncePer } from "../../platform/once-per.js";
 import { requireTenant } from "../tenants/index.js";
 import { checkKeyValue, generateKeyValue, hashKeyValue, keyHint, newKeyId } from "./api-key-format.js";
 import {
@@ -149,20 +150,14 @@ export async function removeApiKey(
 
 const unauthorized = (message: string) => new AppError("unauthenticated", message);
 
-const lookups = new WeakMap<Db, Batcher<Buffer, ApiKeyRow | undefined>>();
-
 /**
  * Key lookups of concurrent requests share one statement. Nothing is cached: every request's
  * lookup is a query sent after the request arrived.
  */
-function keyLookups(db: Db): Batcher<Buffer, ApiKeyRow | undefined> {
-  let batcher = lookups.get(db);
-  if (!batcher) {
-    batcher = new Batcher((hashes) => findLiveKeysByHash(db.root, hashes), { maxBatch: 128, lanes: 1 });
-    lookups.set(db, batcher);
-  }
-  return batcher;
-}
+const keyLookups = oncePer((db: Db) => {
+  const find = (hashes: Buffer[]) => findLiveKeysByHash(db.root, hashes);
+  return new Batcher(find, { maxBatch: 128, lanes: 1 });
+});
 
 /**
  * Keys this process found live, by hash, for routes whose write confirms the key (decision

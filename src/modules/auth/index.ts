@@ -1,16 +1,15 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import { apiKeysCli } from "./api-keys.cli.js";
 import { apiKeysRoutes } from "./api-keys.routes.js";
 import { installAuth } from "./auth.plugin.js";
 
 /** API keys and the authentication of every request (keys, the operator token, scopes). */
-export const authModule: FeatureModule = {
-  name: "auth",
+export const authModule = feature("auth", {
   tables: ["api_keys"],
   install: installAuth,
   routes: apiKeysRoutes,
   cli: apiKeysCli,
-};
+});
 
 export {
   /** Whether a key is live, as a condition for another module's write that confirms it. */

@@ -1,4 +1,4 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import { backtestsCli } from "./backtests.cli.js";
 import { backtestsConsole } from "./backtests.console.js";
 import { backtestsRoutes } from "./backtests.routes.js";
@@ -8,15 +8,13 @@ import { backtestWorkers } from "./backtests.runner.js";
  * Backtests: a candidate workflow version run over past cases before it is published (contract
  * section 8, decision 0027). Its job runs on a worker of its own in each worker process.
  */
-export const backtestsModule: FeatureModule = {
-  name: "backtests",
-  migrations: "backtests",
+export const backtestsModule = feature("backtests", {
   tables: ["backtests", "backtest_cases"],
   routes: backtestsRoutes,
   background: backtestWorkers,
   cli: backtestsCli,
   console: backtestsConsole,
-};
+});
 
 export {
   /** The limits of backtests: running at once, window, sample, page sizes. */

@@ -1,18 +1,16 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import { casesAdminRoutes } from "./cases.admin.routes.js";
 import { casesCli } from "./cases.cli.js";
 import { casesRoutes } from "./cases.routes.js";
 
-export const casesModule: FeatureModule = {
-  name: "cases",
-  migrations: "cases",
+export const casesModule = feature("cases", {
   tables: ["cases", "case_comments", "review_slas", "case_filters"],
   routes(app, ctx) {
     casesRoutes(app, ctx);
     casesAdminRoutes(app, ctx);
   },
   cli: casesCli,
-};
+});
 
 export {
   /** The event of a case that failed (`case.failed`, contract section 2). */

@@ -119,6 +119,24 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
   const done = (caseId: string, what: keyof typeof CASE_NOTICES, anchor: string) =>
     `/console/cases/${caseId}?done=${what}#${anchor}`;
 
+  /**
+   * A form post at `/cases/:caseId<path>` on one of the tenant's cases (404 for another tenant's):
+   * `act`, then back to the case page at `anchor`, with the notice `what`.
+   */
+  const caseAction = <P extends CaseParams["Params"]>(
+    path: string,
+    what: keyof typeof CASE_NOTICES,
+    anchor: string,
+    act: (session: ReturnType<typeof sessionOf>, params: P) => Promise<unknown>,
+  ) =>
+    scope.post(`/cases/:caseId${path}`, { config: review }, async (request, reply) => {
+      const session = sessionOf(request);
+      const params = request.params as P;
+      await getCase(ctx, session.tenantId, params.caseId);
+      await act(session, params);
+      return seeOther(reply, done(params.caseId, what, anchor));
+    });
+
   scope.post<CaseParams>("/cases/:caseId/decision", { config: review }, async (request, reply) => {
     const session = sessionOf(request);
     const { caseId } = request.params;
@@ -167,13 +185,9 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     return seeOther(reply, done(caseId, "decision", "decision"));
   });
 
-  scope.post<CaseParams>("/cases/:caseId/close", { config: review }, async (request, reply) => {
-    const session = sessionOf(request);
-    const { caseId } = request.params;
-    await getCase(ctx, session.tenantId, caseId);
+  caseAction("/close", "closed", "review", async (session, { caseId }) => {
     await requireWork(ctx, workerOf(session), caseId);
     await closeCase(ctx, caseId, { actor: session.userId });
-    return seeOther(reply, done(caseId, "closed", "review"));
   });
 
   scope.post<CaseParams>("/cases/:caseId/assign", { config: review }, async (request, reply) => {
@@ -250,26 +264,19 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     return seeOther(reply, done(caseId, "raised", "rfi"));
   });
 
-  scope.post<RfiParams>("/cases/:caseId/rfi/:rfiId/remind", { config: review }, async (request, reply) => {
-    const session = sessionOf(request);
-    const { caseId, rfiId } = request.params;
-    await getCase(ctx, session.tenantId, caseId);
-    await remindRequest(
+  caseAction<RfiParams["Params"]>("/rfi/:rfiId/remind", "reminded", "rfi", (session, { caseId, rfiId }) =>
+    remindRequest(
       ctx,
       caseId,
       rfiId,
       audited(session, "rfi.remind", `rfi:${rfiId}`, (after) => ({
         after: { reminderCount: after.reminderCount },
       })),
-    );
-    return seeOther(reply, done(caseId, "reminded", "rfi"));
-  });
+    ),
+  );
 
-  scope.post<RfiParams>("/cases/:caseId/rfi/:rfiId/cancel", { config: review }, async (request, reply) => {
-    const session = sessionOf(request);
-    const { caseId, rfiId } = request.params;
-    await getCase(ctx, session.tenantId, caseId);
-    await cancelRequest(
+  caseAction<RfiParams["Params"]>("/rfi/:rfiId/cancel", "cancelled", "rfi", (session, { caseId, rfiId }) =>
+    cancelRequest(
       ctx,
       caseId,
       rfiId,
@@ -278,9 +285,8 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
         before: { status: "pending" },
         after: { status: after.status },
       })),
-    );
-    return seeOther(reply, done(caseId, "cancelled", "rfi"));
-  });
+    ),
+  );
 
   scope.post<RfiParams>("/cases/:caseId/rfi/:rfiId/answer", { config: review }, async (request, reply) => {
     const session = sessionOf(request);

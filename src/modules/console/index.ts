@@ -1,4 +1,4 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import { allCasesRoutes } from "./all-cases.routes.js";
 import { FAVICON } from "./assets.js";
 import { auditRoutes } from "./audit.routes.js";
@@ -10,8 +10,7 @@ import { reviewSettingsRoutes } from "./review-settings.routes.js";
 import { settingsRoutes } from "./settings.routes.js";
 
 /** The console at /console: the screens of a tenant's analysts and admins (contract section 6). */
-export const consoleModule: FeatureModule = {
-  name: "console",
+export const consoleModule = feature("console", {
   routes: (app, ctx) => {
     // The service's front door leads to the console; without the console, to the API's docs (app.ts).
     app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect("/console", 302));
@@ -29,7 +28,7 @@ export const consoleModule: FeatureModule = {
       for (const section of ctx.console.sections) section.routes?.(scope, ctx);
     });
   },
-};
+});
 
 export {
   /** The signed-in user as the cases module's `Worker` (who acts, and whether for others). */

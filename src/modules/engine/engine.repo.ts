@@ -16,11 +16,19 @@ export type StepRow = Row<"case_steps">;
 /** How a wait ended: `timeout` and `closed`, or what its node type reported (`callback`, `answered`…). */
 export type WaitResolutionKind = string;
 
-export interface NewStep {
+/** Where in a case's run a step or a wait is: the case, the step's number, the node. */
+interface RunPlace {
   tenantId: string;
   caseId: string;
   seq: number;
   nodeId: string;
+}
+
+function placeValues(place: RunPlace) {
+  return { tenant_id: place.tenantId, case_id: place.caseId, seq: place.seq, node_id: place.nodeId };
+}
+
+export interface NewStep extends RunPlace {
   nodeType: string;
   status: "completed" | "waiting" | "failed";
   output: unknown;
@@ -33,10 +41,7 @@ export interface NewStep {
 
 function stepValues(step: NewStep) {
   return {
-    tenant_id: step.tenantId,
-    case_id: step.caseId,
-    seq: step.seq,
-    node_id: step.nodeId,
+    ...placeValues(step),
     node_type: step.nodeType,
     status: step.status,
     output: jsonOrNull(step.output),
@@ -120,12 +125,8 @@ export function listSteps(db: Executor, tenantId: string, caseId: string) {
   return findRows(db, "case_steps", { tenant_id: tenantId, case_id: caseId }, ["seq"]);
 }
 
-export interface NewWait {
+export interface NewWait extends RunPlace {
   id: string;
-  tenantId: string;
-  caseId: string;
-  seq: number;
-  nodeId: string;
   kind: string;
   ref: string | null;
   providerId: string | null;
@@ -136,10 +137,7 @@ export interface NewWait {
 function waitValues(wait: NewWait) {
   return {
     id: wait.id,
-    tenant_id: wait.tenantId,
-    case_id: wait.caseId,
-    seq: wait.seq,
-    node_id: wait.nodeId,
+    ...placeValues(wait),
     kind: wait.kind,
     ref: wait.ref,
     provider_id: wait.providerId,

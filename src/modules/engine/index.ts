@@ -1,4 +1,4 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Tx } from "../../platform/db/index.js";
 import type { ClaimedJob, JobHandler } from "../../platform/jobs.js";
@@ -36,9 +36,7 @@ async function giveUpStep(ctx: AppContext, job: ClaimedJob, attempts: number, tx
   );
 }
 
-export const engineModule: FeatureModule = {
-  name: "engine",
-  migrations: "engine",
+export const engineModule = feature("engine", {
   tables: ["case_steps", "case_waits"],
   nodeTypes: [...engineNodeTypes],
   background: (ctx) => [new CaseStarter(ctx)],
@@ -83,7 +81,7 @@ export const engineModule: FeatureModule = {
       },
     ];
   },
-};
+});
 
 export {
   /** The nodes of the case paused on an external system, as their node types show them. */

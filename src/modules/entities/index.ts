@@ -1,4 +1,4 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import { aggregateNode } from "./aggregate.node.js";
 import { entitiesCli } from "./entities.cli.js";
 import { entitiesConsole } from "./entities.console.js";
@@ -6,16 +6,14 @@ import { entityWrites } from "./entities.repo.js";
 import { entitiesRoutes } from "./entities.routes.js";
 
 /** Entities: what the tenant knows across cases, resolved as each case is accepted (contract section 7). */
-export const entitiesModule: FeatureModule = {
-  name: "entities",
-  migrations: "entities",
+export const entitiesModule = feature("entities", {
   tables: ["entities", "case_entities"],
   onCaseAccepted: entityWrites,
   routes: entitiesRoutes,
   cli: entitiesCli,
   console: entitiesConsole,
   nodeTypes: [aggregateNode],
-};
+});
 
 export {
   /** The tenant's entity of a type and value, as the operator API finds it. */

@@ -62,8 +62,7 @@ export function actionsRoutes(app: App, ctx: AppContext): void {
         ctx,
         { tenantId: key.tenantId, actor: `apikey:${key.keyId}` },
         request.params.handle,
-        request.params.actionId,
-        (request.body.params ?? {}) as Record<string, unknown>,
+        { actionId: request.params.actionId, params: (request.body.params ?? {}) as Record<string, unknown> },
       );
     },
   );
@@ -117,8 +116,7 @@ export function actionsRoutes(app: App, ctx: AppContext): void {
         { tenantId: key.tenantId, actor: `apikey:${key.keyId}` },
         caseId,
         brokerId,
-        action,
-        (request.body.params ?? {}) as Record<string, unknown>,
+        { actionId: action, params: (request.body.params ?? {}) as Record<string, unknown> },
       );
     },
   );

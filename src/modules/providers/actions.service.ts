@@ -3,14 +3,14 @@ import { isUuid } from "../../platform/crypto.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
 import { caseExists, findCase } from "../cases/index.js";
 import { insertAudit } from "../users/index.js";
-import type { Broker, BrokerAction } from "./broker.js";
+import type { Broker, BrokerAction, CaseSubject } from "./broker.js";
 import { problemsOf } from "./broker-schemas.js";
 import { brokerOf } from "./brokers/index.js";
 import { requireOpenedConfig } from "./provider-configs.service.js";
 import { findRunByWait, listRunsOfCase, type ProviderRunRow } from "./providers.repo.js";
-import { openSession, runViewOf } from "./providers.service.js";
+import { openSession, runViewOf, type VendorSession } from "./providers.service.js";
 import { insertAction, listActionsOfCase } from "./screening.repo.js";
-import { screenedSubject } from "./screening.service.js";
+import { type SubjectRow, screenedSubject } from "./screening.service.js";
 import { VendorError } from "./vendor-http.js";
 
 /** Who invokes an action: the partner's key (`apikey:<keyId>`) or a console user (`analyst:<userId>`). */
@@ -101,6 +101,54 @@ function knownBroker(run: ProviderRunRow): Broker {
   return broker;
 }
 
+/** An action asked for by its id, with its params (checked against the action's schema). */
+export interface ActionCall {
+  actionId: string;
+  params: Record<string, unknown>;
+}
+
+/** The run paused on a pending handle, with its case: 404 unknown, 410 expired, 409 no longer paused. */
+async function pausedRun(ctx: AppContext, tenantId: string, handle: string) {
+  const run = isUuid(handle) ? await findRunByWait(ctx.db.root, tenantId, handle) : undefined;
+  if (!run) throw notFound("pending handle");
+  if (run.expires_at && run.expires_at.getTime() <= Date.now()) {
+    throw new AppError("gone", `the pending handle expired at ${run.expires_at.toISOString()}`);
+  }
+  const row = await findCase(ctx.db.root, tenantId, run.case_id);
+  const paused =
+    run.status === "waiting" &&
+    row?.status === "waiting" &&
+    row.current_node_id === run.node_id &&
+    row.step_seq === run.seq;
+  if (!row || !paused) throw new AppError("conflict", `node ${run.node_id} is no longer paused`);
+  return { run, row };
+}
+
+/**
+ * Calls an action of a broker on a case (its params already checked): with the tenant's
+ * configuration, in a session that records its vendor calls under the run, on the case's
+ * screened subject, and recorded itself (see recordedAction).
+ */
+async function callAction(
+  ctx: AppContext,
+  caller: ActionCaller,
+  broker: Broker,
+  action: BrokerAction,
+  on: { row: SubjectRow; caseId: string; runId: string; kind: "pending" | "durable" },
+  work: (vendor: VendorSession["call"], kase: CaseSubject) => Promise<Record<string, unknown>>,
+): Promise<{ output: Record<string, unknown> }> {
+  const config = await requireOpenedConfig(ctx, caller.tenantId, broker.id);
+  const { caseId, runId, kind } = on;
+  const session = openSession(ctx, caller.tenantId, broker, config, {
+    brokerId: broker.id,
+    caseId,
+    runId,
+    actor: caller.actor,
+  });
+  const kase = await screenedSubject(ctx.db.root, caller.tenantId, broker, on.row);
+  return recordedAction(ctx, caller, { caseId, runId, kind }, broker, action, () => work(session.call, kase));
+}
+
 /**
  * Endpoint 5: an action on a paused provider node, found by its pending handle. The vendor is
  * called with no transaction open (nothing here locks the case), and the node stays paused.
@@ -109,35 +157,15 @@ export async function invokePendingAction(
   ctx: AppContext,
   caller: ActionCaller,
   handle: string,
-  actionId: string,
-  params: Record<string, unknown>,
+  call: ActionCall,
 ): Promise<{ output: Record<string, unknown> }> {
-  const run = isUuid(handle) ? await findRunByWait(ctx.db.root, caller.tenantId, handle) : undefined;
-  if (!run) throw notFound("pending handle");
-  if (run.expires_at && run.expires_at.getTime() <= Date.now()) {
-    throw new AppError("gone", `the pending handle expired at ${run.expires_at.toISOString()}`);
-  }
-  const row = await findCase(ctx.db.root, caller.tenantId, run.case_id);
-  const paused =
-    run.status === "waiting" &&
-    row?.status === "waiting" &&
-    row.current_node_id === run.node_id &&
-    row.step_seq === run.seq;
-  if (!row || !paused) throw new AppError("conflict", `node ${run.node_id} is no longer paused`);
+  const { run, row } = await pausedRun(ctx, caller.tenantId, handle);
   const broker = knownBroker(run);
-  const action = actionOf(broker.pendingActions, actionId, `is not offered by node ${run.node_id}`);
-  checkParams(action, params);
-  const config = await requireOpenedConfig(ctx, caller.tenantId, broker.id);
-  const session = openSession(ctx, caller.tenantId, broker, config, {
-    brokerId: broker.id,
-    caseId: run.case_id,
-    runId: run.id,
-    actor: caller.actor,
-  });
-  const kase = await screenedSubject(ctx.db.root, caller.tenantId, broker, row);
-  const scope = { caseId: run.case_id, runId: run.id, kind: "pending" as const };
-  return recordedAction(ctx, caller, scope, broker, action, () =>
-    broker.pendingAction(session.call, { actionId, params, run: runViewOf(broker, run), case: kase }),
+  const action = actionOf(broker.pendingActions, call.actionId, `is not offered by node ${run.node_id}`);
+  checkParams(action, call.params);
+  const on = { row, caseId: run.case_id, runId: run.id, kind: "pending" as const };
+  return callAction(ctx, caller, broker, action, on, (vendor, kase) =>
+    broker.pendingAction(vendor, { ...call, run: runViewOf(broker, run), case: kase }),
   );
 }
 
@@ -172,8 +200,7 @@ export async function invokeDurableAction(
   caller: ActionCaller,
   caseId: string,
   brokerId: string,
-  actionId: string,
-  params: Record<string, unknown>,
+  call: ActionCall,
 ): Promise<{ output: Record<string, unknown> }> {
   const row = isUuid(caseId) ? await findCase(ctx.db.root, caller.tenantId, caseId) : undefined;
   if (!row) throw notFound("case");
@@ -183,24 +210,11 @@ export async function invokeDurableAction(
   const latest = runs[0];
   if (!latest) throw notFound(`broker "${brokerId}" on this case`);
   const broker = knownBroker(latest);
-  const action = actionOf(broker.durableActions, actionId, `of broker ${brokerId}`);
-  checkParams(action, params);
-  const config = await requireOpenedConfig(ctx, caller.tenantId, broker.id);
-  const session = openSession(ctx, caller.tenantId, broker, config, {
-    brokerId: broker.id,
-    caseId,
-    runId: latest.id,
-    actor: caller.actor,
-  });
-  const kase = await screenedSubject(ctx.db.root, caller.tenantId, broker, row);
-  const scope = { caseId, runId: latest.id, kind: "durable" as const };
-  return recordedAction(ctx, caller, scope, broker, action, () =>
-    broker.durableAction(session.call, {
-      actionId,
-      params,
-      case: kase,
-      runs: runs.map((r) => runViewOf(broker, r)),
-    }),
+  const action = actionOf(broker.durableActions, call.actionId, `of broker ${brokerId}`);
+  checkParams(action, call.params);
+  const on = { row, caseId, runId: latest.id, kind: "durable" as const };
+  return callAction(ctx, caller, broker, action, on, (vendor, kase) =>
+    broker.durableAction(vendor, { ...call, case: kase, runs: runs.map((r) => runViewOf(broker, r)) }),
   );
 }
 

@@ -1,20 +1,17 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import type { ErrorDetail } from "../../platform/errors.js";
 import { fieldPath } from "../../platform/http.js";
+import { oncePer } from "../../platform/once-per.js";
 
 /**
  * Checks values against the JSON Schemas brokers declare (node configs, credentials, action
  * params), with every problem as a `{path, message}` detail under `root`.
  */
 const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
-const compiled = new WeakMap<object, ValidateFunction>();
+const validatorOf = oncePer((schema: object): ValidateFunction => ajv.compile(schema));
 
 export function problemsOf(schema: Record<string, unknown>, value: unknown, root: string): ErrorDetail[] {
-  let validate = compiled.get(schema);
-  if (!validate) {
-    validate = ajv.compile(schema);
-    compiled.set(schema, validate);
-  }
+  const validate = validatorOf(schema);
   if (validate(value)) return [];
   return (validate.errors ?? []).map((e) => {
     const params = e.params as { missingProperty?: string; additionalProperty?: string };

@@ -1,4 +1,4 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import type { JobHandler } from "../../platform/jobs.js";
 import { actionsRoutes } from "./actions.routes.js";
 import { providerNode } from "./provider.node.js";
@@ -14,9 +14,7 @@ import { vendorPollHandler } from "./vendor-poll.job.js";
  * actions (endpoints 5 to 7), operator configuration, vendors' inbound events, the simulators,
  * and the analysts' review of screening hits (remembered per entity) with the console's pages.
  */
-export const providersModule: FeatureModule = {
-  name: "providers",
-  migrations: "providers",
+export const providersModule = feature("providers", {
   tables: [
     "provider_configs",
     "provider_runs",
@@ -43,4 +41,4 @@ export const providersModule: FeatureModule = {
     ];
   },
   cli: providersCli,
-};
+});

@@ -3,7 +3,7 @@ import { randomBase62 } from "../../platform/crypto.js";
 import { AppError, badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { type SecretBox, secretBoxOf } from "../../platform/secret-box.js";
 import { requireTenant } from "../tenants/index.js";
-import { BlockedTargetError, checkTargetHost, hostOf } from "../webhooks/index.js";
+import { MAX_TARGET_URL_LENGTH, targetProblem } from "../webhooks/index.js";
 import type { Broker } from "./broker.js";
 import { problemsOf } from "./broker-schemas.js";
 import { brokerOf } from "./brokers/index.js";
@@ -16,7 +16,6 @@ import {
 } from "./providers.repo.js";
 
 export const DEFAULT_VENDOR_TIMEOUT_MS = 10_000;
-const MAX_URL_LENGTH = 2048;
 const MIN_WEBHOOK_SECRET = 8;
 
 export interface ProviderConfigInput {
@@ -77,7 +76,7 @@ export function requireBroker(brokerId: string): Broker {
 
 /** The base URL's problems: form first, then (unless private targets are allowed) where it resolves. */
 async function baseUrlProblems(ctx: AppContext, raw: string): Promise<string[]> {
-  if (raw.length > MAX_URL_LENGTH) return [`must be at most ${MAX_URL_LENGTH} characters`];
+  if (raw.length > MAX_TARGET_URL_LENGTH) return [`must be at most ${MAX_TARGET_URL_LENGTH} characters`];
   let url: URL;
   try {
     url = new URL(raw);
@@ -89,16 +88,8 @@ async function baseUrlProblems(ctx: AppContext, raw: string): Promise<string[]> 
     return ["must be an https URL in production"];
   if (url.username || url.password) return ["must not carry credentials; they go in `credentials`"];
   if (url.search || url.hash) return ["must not carry a query or a fragment"];
-  if (ctx.config.allowPrivateTargets) return [];
-  try {
-    await checkTargetHost(hostOf(url));
-    return [];
-  } catch (err) {
-    if (err instanceof BlockedTargetError) return [err.message];
-    return [
-      `host ${url.hostname} does not resolve (${(err as NodeJS.ErrnoException).code ?? "lookup failed"})`,
-    ];
-  }
+  const problem = await targetProblem(url, ctx.config.allowPrivateTargets);
+  return problem ? [problem] : [];
 }
 
 export async function putProviderConfig(

@@ -108,12 +108,12 @@ function providerRoutes(scope: App, ctx: AppContext): void {
       );
     }
     const caller = { tenantId: session.tenantId, actor: session.actor };
-    const params = paramsOf(form, action);
+    const call = { actionId: action.id, params: paramsOf(form, action) };
     try {
       const { output } =
         action.kind === "pending"
-          ? await invokePendingAction(ctx, caller, action.handle ?? "", action.id, params)
-          : await invokeDurableAction(ctx, caller, caseId, action.brokerId, action.id, params);
+          ? await invokePendingAction(ctx, caller, action.handle ?? "", call)
+          : await invokeDurableAction(ctx, caller, caseId, action.brokerId, call);
       const kept = brokerOf(action.brokerId)?.durableActions.find((a) => a.id === action.id)?.keepsOutput;
       const result = <ActionResult label={action.label} outcome="ok" output={output} kept={kept === true} />;
       return sendCasePage(ctx, request, reply, caseId, { result });

@@ -60,7 +60,7 @@ export interface CaseScreenings {
 }
 
 /** A case as screening reads it (a row of the cases table, or the engine's view of it). */
-interface SubjectRow {
+export interface SubjectRow {
   id: string;
   type: string;
   subject: Record<string, unknown>;

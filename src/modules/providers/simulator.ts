@@ -37,6 +37,26 @@ export interface SimRoute {
   handle(req: SimRequest): SimReply | Promise<SimReply>;
 }
 
+/** A route of the vendor's own API, authenticated as the vendor authenticates it. */
+export function vendorRoute(
+  method: string,
+  pattern: RegExp,
+  action: string,
+  handle: SimRoute["handle"],
+): SimRoute {
+  return { method, pattern, action, vendor: true, handle };
+}
+
+/** A route of the simulator's controls or pages, open to anyone. */
+export function controlRoute(
+  method: string,
+  pattern: RegExp,
+  action: string,
+  handle: SimRoute["handle"],
+): SimRoute {
+  return { method, pattern, action, vendor: false, handle };
+}
+
 interface Fault {
   action: string;
   status: number | undefined;
@@ -78,44 +98,26 @@ export abstract class Simulator {
 
   private controls(): SimRoute[] {
     return [
-      {
-        method: "POST",
-        pattern: /^\/_simulator\/faults$/,
-        action: "faults",
-        vendor: false,
-        handle: (req) => {
-          const b = (req.body ?? {}) as Partial<{
-            action: string;
-            status: number;
-            delayMs: number;
-            times: number;
-          }>;
-          this.#faults.push({
-            action: b.action ?? "*",
-            status: b.status,
-            delayMs: b.delayMs ?? 0,
-            remaining: b.times ?? 1,
-          });
-          return json(200, { ok: true });
-        },
-      },
-      {
-        method: "DELETE",
-        pattern: /^\/_simulator\/faults$/,
-        action: "faults",
-        vendor: false,
-        handle: () => {
-          this.#faults.length = 0;
-          return json(200, { ok: true });
-        },
-      },
-      {
-        method: "GET",
-        pattern: /^\/_simulator\/stats$/,
-        action: "stats",
-        vendor: false,
-        handle: () => json(200, this.stats),
-      },
+      controlRoute("POST", /^\/_simulator\/faults$/, "faults", (req) => {
+        const b = (req.body ?? {}) as Partial<{
+          action: string;
+          status: number;
+          delayMs: number;
+          times: number;
+        }>;
+        this.#faults.push({
+          action: b.action ?? "*",
+          status: b.status,
+          delayMs: b.delayMs ?? 0,
+          remaining: b.times ?? 1,
+        });
+        return json(200, { ok: true });
+      }),
+      controlRoute("DELETE", /^\/_simulator\/faults$/, "faults", () => {
+        this.#faults.length = 0;
+        return json(200, { ok: true });
+      }),
+      controlRoute("GET", /^\/_simulator\/stats$/, "stats", () => json(200, this.stats)),
     ];
   }
 

@@ -1,4 +1,4 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import { informationRequestNode } from "./information-request.node.js";
 import { rfiAdminRoutes } from "./rfi.admin.routes.js";
 import { rfiCli } from "./rfi.cli.js";
@@ -7,9 +7,7 @@ import { rfiRoutes } from "./rfi.routes.js";
 import { listCaseInformationRequests } from "./rfi.service.js";
 import { uploadRoutes } from "./uploads.routes.js";
 
-export const rfiModule: FeatureModule = {
-  name: "rfi",
-  migrations: "rfi",
+export const rfiModule = feature("rfi", {
   tables: ["information_requests", "rfi_upload_slots", "rfi_case_upload_budgets"],
   nodeTypes: [informationRequestNode],
   caseRecord: { informationRequests: listCaseInformationRequests },
@@ -20,7 +18,7 @@ export const rfiModule: FeatureModule = {
   },
   jobs: rfiJobs,
   cli: rfiCli,
-};
+});
 
 export {
   /** The limits of information requests (a case record shows the `shownPerCase` most recent). */

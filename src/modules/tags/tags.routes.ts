@@ -5,17 +5,10 @@ import { badRequest } from "../../platform/errors.js";
 import { emptyResponse, errorResponse } from "../../platform/openapi.js";
 import { routeGroup } from "../../platform/route-group.js";
 import { partnerOf } from "../auth/index.js";
-import {
-  applyTag,
-  getCaseTags,
-  getTagOptions,
-  MAX_TAG_LENGTH,
-  removeTag,
-  setTagOption,
-} from "./tags.service.js";
+import { applyTag, getCaseTags, getTagOptions, removeTag, setTagOption, TAG_LIMITS } from "./tags.service.js";
 
 const Tag = Type.Object({
-  tag: Type.String({ maxLength: MAX_TAG_LENGTH }),
+  tag: Type.String({ maxLength: TAG_LIMITS.length }),
   createdBy: Type.String({ description: "`apikey:<keyId>` when applied through the API" }),
   createdAt: Type.String({ format: "date-time" }),
 });
@@ -55,7 +48,7 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
         "201 with the new tag; 200 with the original `createdBy` and `createdAt` when already applied. " +
         "A case carries at most 100 tags: one more is 409 `tag_limit_reached`.",
       params: CaseParams,
-      body: Type.Object({ tag: Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH }) }),
+      body: Type.Object({ tag: Type.String({ minLength: 1, maxLength: TAG_LIMITS.length }) }),
       response: {
         200: Tag,
         201: Tag,

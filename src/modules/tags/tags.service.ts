@@ -17,9 +17,8 @@ import {
   upsertTagOption,
 } from "./tags.repo.js";
 
-export const MAX_TAG_LENGTH = 64;
-/** Contract section 2, "Tags". */
-export const MAX_TAGS_PER_CASE = 100;
+/** The limits of tags (contract section 2, "Tags"): characters of a tag, tags a case carries. */
+export const TAG_LIMITS = { length: 64, perCase: 100 } as const;
 
 export interface TagView {
   tag: string;
@@ -52,7 +51,7 @@ export function checkTag(tag: string, path: string): void {
   let problem: string | undefined;
   const length = [...tag].length;
   if (length === 0) problem = "must not be empty";
-  else if (length > MAX_TAG_LENGTH) problem = `must be at most ${MAX_TAG_LENGTH} characters`;
+  else if (length > TAG_LIMITS.length) problem = `must be at most ${TAG_LIMITS.length} characters`;
   else if (tag.trim() !== tag) problem = "must not start or end with whitespace";
   // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
   else if (/[\u0000-\u001f\u007f]/.test(tag)) problem = "must not contain control characters";
@@ -86,7 +85,7 @@ export async function applyTag(
       caseId,
       tag,
       actorLabel(actor),
-      MAX_TAGS_PER_CASE,
+      TAG_LIMITS.perCase,
     );
     if (inserted) {
       await insertAudit(tx, { tenantId, actor: actorLabel(actor) }, "case.tag_add", `case:${caseId}`, {
@@ -105,7 +104,7 @@ export async function applyTag(
     }
     throw new AppError(
       "tag_limit_reached",
-      `the case already carries ${MAX_TAGS_PER_CASE} tags, the most a case can carry; remove one first`,
+      `the case already carries ${TAG_LIMITS.perCase} tags, the most a case can carry; remove one first`,
     );
   });
 }

@@ -1,4 +1,4 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import { usersCli } from "./users.cli.js";
 import { usersRoutes } from "./users.routes.js";
 
@@ -20,13 +20,11 @@ export {
 } from "./sessions.service.js";
 export * from "./users.service.js";
 
-export const usersModule: FeatureModule = {
-  name: "users",
-  migrations: "users",
+export const usersModule = feature("users", {
   tables: ["console_users", "console_sessions", "console_signin_failures", "console_audit"],
   routes: usersRoutes,
   cli: usersCli,
-};
+});
 
 export {
   /** The shortest password a console user may set. */

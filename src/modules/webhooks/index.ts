@@ -1,4 +1,4 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import { secretBoxOf } from "../../platform/secret-box.js";
 import { deliveriesRoutes } from "./deliveries.routes.js";
 import { DeliveryWorker } from "./delivery-worker.js";
@@ -8,20 +8,27 @@ import { sealStoredWebhookSecrets } from "./webhook-secrets.js";
 import { webhooksCli } from "./webhooks.cli.js";
 
 export {
+  /** The refusal of a host with a non-public address (CDS_ALLOW_PRIVATE_TARGETS off). */
   BlockedTargetError,
+  /** Refuses a host any of whose addresses is not public. */
   checkTargetHost,
+  /** A `lookup` for `http.request` that connects only to the address it checked. */
   guardedLookup,
+  /** The hostname of a URL without IPv6 brackets. */
   hostOf,
+  /** True for an IP address outside the public internet, in any spelling. */
   isPrivateAddress,
+  /** The longest URL the service calls out to. */
+  MAX_TARGET_URL_LENGTH,
+  /** Why the service may not call a URL's host (non-public, or not resolving), or undefined. */
+  targetProblem,
 } from "./target-safety.js";
 
 /** Seals webhook signing secrets stored before they were sealed; the number of configurations. */
 export { sealStoredWebhookSecrets };
 
 /** Webhook endpoints, their secrets, delivery of events and its log. */
-export const webhooksModule: FeatureModule = {
-  name: "webhooks",
-  migrations: "webhooks",
+export const webhooksModule = feature("webhooks", {
   tables: ["webhook_configs", "events", "webhook_deliveries", "webhook_attempts", "webhook_claims"],
   openapi: { webhooks: webhooksSection },
   // Delivery runs on a worker of its own, never on the general one: its attempts wait on
@@ -37,7 +44,7 @@ export const webhooksModule: FeatureModule = {
     deliveriesRoutes(app, ctx);
   },
   cli: webhooksCli,
-};
+});
 
 export {
   /** A webhook delivery with its attempts, as the delivery log shows it. */

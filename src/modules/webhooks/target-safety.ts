@@ -84,6 +84,24 @@ export async function checkTargetHost(host: string): Promise<void> {
   }
 }
 
+/** The longest URL the service calls out to: a webhook endpoint's, a vendor's base URL. */
+export const MAX_TARGET_URL_LENGTH = 2048;
+
+/**
+ * Why the service may not call `url`'s host, or undefined: unless private targets are allowed,
+ * a host with a non-public address, or one that does not resolve.
+ */
+export async function targetProblem(url: URL, allowPrivate: boolean): Promise<string | undefined> {
+  if (allowPrivate) return undefined;
+  try {
+    await checkTargetHost(hostOf(url));
+    return undefined;
+  } catch (err) {
+    if (err instanceof BlockedTargetError) return err.message;
+    return `host ${url.hostname} does not resolve (${(err as NodeJS.ErrnoException).code ?? "lookup failed"})`;
+  }
+}
+
 type LookupCallback = (
   err: NodeJS.ErrnoException | null,
   address: string | LookupAddress[],

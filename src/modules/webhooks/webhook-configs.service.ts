@@ -3,7 +3,7 @@ import type { InSameTransaction } from "../../platform/db/index.js";
 import { badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { secretBoxOf } from "../../platform/secret-box.js";
 import { requireTenant } from "../tenants/index.js";
-import { BlockedTargetError, checkTargetHost, hostOf } from "./target-safety.js";
+import { MAX_TARGET_URL_LENGTH, targetProblem } from "./target-safety.js";
 import {
   deleteWebhookConfig,
   findWebhookConfig,
@@ -19,7 +19,6 @@ export const SECRET_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
 export const MIN_SECRET_LENGTH = 16;
 export const MAX_SECRET_LENGTH = 512;
 export const MAX_SECRETS = 10;
-export const MAX_URL_LENGTH = 2048;
 export const DEFAULT_MAX_ATTEMPTS = 5;
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const MAX_ATTEMPTS = 20;
@@ -72,7 +71,9 @@ export function checkWebhookKey(webhookKey: string, path: string): void {
 
 /** Problems with the URL's form (protocol, credentials, length), without touching the network. */
 function urlProblems(ctx: AppContext, raw: string): { url?: URL; problems: string[] } {
-  if (raw.length > MAX_URL_LENGTH) return { problems: [`must be at most ${MAX_URL_LENGTH} characters`] };
+  if (raw.length > MAX_TARGET_URL_LENGTH) {
+    return { problems: [`must be at most ${MAX_TARGET_URL_LENGTH} characters`] };
+  }
   let url: URL;
   try {
     url = new URL(raw);
@@ -89,18 +90,6 @@ function urlProblems(ctx: AppContext, raw: string): { url?: URL; problems: strin
   }
   if (!url.hostname) problems.push("must name a host");
   return { url, problems };
-}
-
-/** Refuses, unless private targets are allowed, a host that does not resolve to public addresses only. */
-async function targetProblem(ctx: AppContext, url: URL): Promise<string | undefined> {
-  if (ctx.config.allowPrivateTargets) return undefined;
-  try {
-    await checkTargetHost(hostOf(url));
-    return undefined;
-  } catch (err) {
-    if (err instanceof BlockedTargetError) return err.message;
-    return `host ${url.hostname} does not resolve (${(err as NodeJS.ErrnoException).code ?? "lookup failed"})`;
-  }
 }
 
 function secretsOf(
@@ -197,7 +186,7 @@ export async function putWebhookConfig(
     ? secretsOf({ ...input, secrets: input.secrets }, stored, details)
     : { secrets: stored, activeSecretId: existing?.active_secret_id ?? null };
   if (url && problems.length === 0) {
-    const problem = await targetProblem(ctx, url);
+    const problem = await targetProblem(url, ctx.config.allowPrivateTargets);
     if (problem) details.push({ path: "url", message: problem });
   }
   if (details.length > 0) {

@@ -1,14 +1,12 @@
-import type { FeatureModule } from "../../platform/app-types.js";
+import { feature } from "../../platform/app-types.js";
 import { workflowsCli } from "./workflows.cli.js";
 import { workflowsRoutes } from "./workflows.routes.js";
 
-export const workflowsModule: FeatureModule = {
-  name: "workflows",
-  migrations: "workflows",
+export const workflowsModule = feature("workflows", {
   tables: ["workflows", "workflow_versions"],
   routes: workflowsRoutes,
   cli: workflowsCli,
-};
+});
 
 /** The trace in words, one line per fact, each node as its node type describes it. */
 export { describeTrace } from "./describe-trace.js";

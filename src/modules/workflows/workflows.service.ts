@@ -2,6 +2,7 @@ import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Executor } from "../../platform/db/index.js";
 import { AppError, notFound } from "../../platform/errors.js";
+import { oncePer } from "../../platform/once-per.js";
 import { requireTenant } from "../tenants/index.js";
 import { insertAudit } from "../users/index.js";
 import { checkDefinitionLimits } from "./definition-limits.js";
@@ -17,7 +18,6 @@ import {
   listVersions,
   listWorkflows,
   markPublished,
-  type SubmissionTarget,
   type SubmissionTargetKey,
   setCurrentVersion,
   takeNextVersion,
@@ -286,17 +286,11 @@ function refused(path: string, message: string): AppError {
   return new AppError("invalid_request", `${path} ${message}`, { details: [{ path, message }] });
 }
 
-const targetBatches = new WeakMap<Executor, Batcher<SubmissionTargetKey, SubmissionTarget | undefined>>();
-
 /** The lookups of concurrent submissions share one statement (see Batcher); nothing is cached. */
-function submissionTargets(db: Executor): Batcher<SubmissionTargetKey, SubmissionTarget | undefined> {
-  let batcher = targetBatches.get(db);
-  if (!batcher) {
-    batcher = new Batcher((keys) => findSubmissionTargets(db, keys), { maxBatch: 128, lanes: 1 });
-    targetBatches.set(db, batcher);
-  }
-  return batcher;
-}
+const submissionTargets = oncePer((db: Executor) => {
+  const find = (keys: SubmissionTargetKey[]) => findSubmissionTargets(db, keys);
+  return new Batcher(find, { maxBatch: 128, lanes: 1 });
+});
 
 /**
  * The version a new case runs on (`POST /cases`): the pinned version if it is published, else
@@ -341,9 +335,10 @@ function seen(db: Executor) {
 export async function resolveSubmissionTarget(
   types: NodeTypes,
   db: Executor,
-  { tenantId, workflowId, version }: SubmissionTargetKey,
+  submission: SubmissionTargetKey,
   fresh: boolean,
 ): Promise<{ wf: CompiledWorkflow; confirmCurrent: boolean }> {
+  const { tenantId, workflowId, version } = submission;
   const memory = seen(db);
   const name = `${tenantId}\u0000${workflowId}`;
   if (!fresh) {
@@ -353,7 +348,7 @@ export async function resolveSubmissionTarget(
       if (wf) return { wf, confirmCurrent: version === undefined };
     }
   }
-  const wf = await lookUpSubmissionWorkflow(types, db, { tenantId, workflowId, version });
+  const wf = await lookUpSubmissionWorkflow(types, db, submission);
   if (version === undefined) memory.current.set(name, wf.version);
   memory.published.add(`${name}\u0000${wf.version}`);
   return { wf, confirmCurrent: false };
@@ -362,12 +357,13 @@ export async function resolveSubmissionTarget(
 async function lookUpSubmissionWorkflow(
   types: NodeTypes,
   db: Executor,
-  { tenantId, workflowId, version }: SubmissionTargetKey,
+  submission: SubmissionTargetKey,
 ): Promise<CompiledWorkflow> {
+  const { tenantId, workflowId, version } = submission;
   if (version !== undefined && !isVersionNumber(version)) {
     throw refused("workflowVersion", `${version} is not a version of workflow ${workflowId}`);
   }
-  const target = await submissionTargets(db).add({ tenantId, workflowId, version });
+  const target = await submissionTargets(db).add(submission);
   if (!target) throw refused("workflowId", `"${workflowId}" is not a workflow of this tenant`);
   if (version === undefined && target.currentVersion === null) {
     throw refused("workflowId", `"${workflowId}" has no published version yet`);

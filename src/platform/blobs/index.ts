@@ -4,14 +4,8 @@ import type { BlobStore } from "./blob-store.js";
 import { DiskBlobStore } from "./disk-store.js";
 import { S3BlobStore } from "./s3-store.js";
 
-export type {
-  BlobInfo,
-  BlobStore,
-  BlobStoreProblem,
-  PutTarget,
-  UploadHeaders,
-  UploadReceiver,
-} from "./blob-store.js";
+/** The store's interface, what it takes and what it gives (`blob-store.ts`). */
+export type * from "./blob-store.js";
 
 /** The configured store for uploaded documents: `CDS_BLOB_STORE` (decisions 0008 and 0022). */
 export function createBlobStore(config: Config): BlobStore {

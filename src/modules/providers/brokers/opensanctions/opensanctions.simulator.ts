@@ -1,5 +1,6 @@
 import { safeEqual } from "../../../../platform/crypto.js";
-import { json, type SimReply, type SimRequest, type SimRoute, Simulator } from "../../simulator.js";
+import type { SimReply, SimRequest, SimRoute } from "../../simulator.js";
+import { controlRoute, json, Simulator, vendorRoute } from "../../simulator.js";
 
 export interface SimEntity {
   id: string;
@@ -91,59 +92,47 @@ export class OpenSanctionsSimulator extends Simulator {
 
   protected routes(): SimRoute[] {
     return [
-      {
-        method: "POST",
-        pattern: /^\/match\/([a-z0-9_]+)$/,
-        action: "match",
-        vendor: true,
-        handle: (req) => {
-          const queries = (req.body as { queries?: Record<string, unknown> } | undefined)?.queries;
-          if (!queries || typeof queries !== "object") return json(400, { detail: "queries is required" });
-          const responses: Record<string, unknown> = {};
-          for (const [key, raw] of Object.entries(queries)) {
-            const q = (raw ?? {}) as { schema?: string; properties?: Record<string, unknown> };
-            const props = q.properties ?? {};
-            const list = (k: string) => (Array.isArray(props[k]) ? (props[k] as unknown[]).map(String) : []);
-            const results = this.entities
-              .filter((e) => q.schema === undefined || e.schema === q.schema)
-              .map((e) => {
-                const score = scoreOf(e, list("name"), list("birthDate"));
-                return {
-                  id: e.id,
-                  caption: e.caption,
-                  schema: e.schema,
-                  score,
-                  match: score >= 0.7,
-                  datasets: e.datasets,
-                  properties: {
-                    name: e.names,
-                    ...(e.birthDate ? { birthDate: [e.birthDate] } : {}),
-                    ...(e.countries ? { country: e.countries } : {}),
-                    ...(e.schema === "Person" && e.countries ? { nationality: e.countries } : {}),
-                  },
-                };
-              })
-              .filter((r) => r.score > 0.3)
-              .sort((a, b) => b.score - a.score);
-            responses[key] = { status: 200, results, total: { value: results.length, relation: "eq" } };
-          }
-          return json(200, { responses, limit: 5 });
-        },
-      },
-      {
-        method: "POST",
-        pattern: /^\/_simulator\/entities$/,
-        action: "entities",
-        vendor: false,
-        handle: (req) => {
-          const entity = req.body as SimEntity | undefined;
-          if (!entity || typeof entity.id !== "string" || !Array.isArray(entity.names)) {
-            return json(400, { detail: "an entity needs an id and names" });
-          }
-          this.entities.push({ ...entity, datasets: entity.datasets ?? ["sim_sanctions"] });
-          return json(200, { ok: true });
-        },
-      },
+      vendorRoute("POST", /^\/match\/([a-z0-9_]+)$/, "match", (req) => {
+        const queries = (req.body as { queries?: Record<string, unknown> } | undefined)?.queries;
+        if (!queries || typeof queries !== "object") return json(400, { detail: "queries is required" });
+        const responses: Record<string, unknown> = {};
+        for (const [key, raw] of Object.entries(queries)) {
+          const q = (raw ?? {}) as { schema?: string; properties?: Record<string, unknown> };
+          const props = q.properties ?? {};
+          const list = (k: string) => (Array.isArray(props[k]) ? (props[k] as unknown[]).map(String) : []);
+          const results = this.entities
+            .filter((e) => q.schema === undefined || e.schema === q.schema)
+            .map((e) => {
+              const score = scoreOf(e, list("name"), list("birthDate"));
+              return {
+                id: e.id,
+                caption: e.caption,
+                schema: e.schema,
+                score,
+                match: score >= 0.7,
+                datasets: e.datasets,
+                properties: {
+                  name: e.names,
+                  ...(e.birthDate ? { birthDate: [e.birthDate] } : {}),
+                  ...(e.countries ? { country: e.countries } : {}),
+                  ...(e.schema === "Person" && e.countries ? { nationality: e.countries } : {}),
+                },
+              };
+            })
+            .filter((r) => r.score > 0.3)
+            .sort((a, b) => b.score - a.score);
+          responses[key] = { status: 200, results, total: { value: results.length, relation: "eq" } };
+        }
+        return json(200, { responses, limit: 5 });
+      }),
+      controlRoute("POST", /^\/_simulator\/entities$/, "entities", (req) => {
+        const entity = req.body as SimEntity | undefined;
+        if (!entity || typeof entity.id !== "string" || !Array.isArray(entity.names)) {
+          return json(400, { detail: "an entity needs an id and names" });
+        }
+        this.entities.push({ ...entity, datasets: entity.datasets ?? ["sim_sanctions"] });
+        return json(200, { ok: true });
+      }),
     ];
   }
 }

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { safeEqual } from "../../../../platform/crypto.js";
-import { json, type SimReply, type SimRequest, type SimRoute, Simulator } from "../../simulator.js";
+import type { SimReply, SimRequest, SimRoute } from "../../simulator.js";
+import { controlRoute, json, Simulator, vendorRoute } from "../../simulator.js";
 import {
   APP_TOKEN_HEADER,
   DIGEST_ALG,
@@ -126,61 +127,49 @@ export class SumsubSimulator extends Simulator {
       suffix: string,
       action: string,
       handle: (a: SimApplicant, req: SimRequest) => SimReply,
-    ): SimRoute => ({
-      method,
-      pattern: new RegExp(`^/resources/applicants/([^/;]+)${suffix}$`),
-      action,
-      vendor: true,
-      handle: (req) => {
+    ): SimRoute =>
+      vendorRoute(method, new RegExp(`^/resources/applicants/([^/;]+)${suffix}$`), action, (req) => {
         const found = this.applicant(req.params[0] as string);
         return "id" in found ? handle(found, req) : found;
-      },
-    });
+      });
     return [
-      {
-        method: "POST",
-        pattern: /^\/resources\/applicants$/,
-        action: "create_applicant",
-        vendor: true,
-        handle: (req) => {
-          const b = body(req);
-          const levelName = req.query.get("levelName");
-          if (!levelName) return json(400, { description: "levelName is required", code: 400 });
-          if (typeof b.externalUserId !== "string" || !b.externalUserId) {
-            return json(400, { description: "externalUserId is required", code: 400 });
-          }
-          if (this.byExternalUserId(b.externalUserId)) {
-            return json(409, {
-              description: `Applicant with external user id '${b.externalUserId}' already exists`,
-              code: 409,
-              correlationId: randomUUID(),
-            });
-          }
-          const applicant: SimApplicant = {
-            id: randomBytes(12).toString("hex"),
-            externalUserId: b.externalUserId,
-            levelName,
-            createdAt: formatCreatedAt(new Date()),
-            ...(typeof b.email === "string" ? { email: b.email } : {}),
-            ...(typeof b.phone === "string" ? { phone: b.phone } : {}),
-            fixedInfo: (b.fixedInfo as Record<string, unknown>) ?? {},
-            review: { reviewStatus: "init" },
-            resets: [],
-          };
-          this.applicants.set(applicant.id, applicant);
-          return json(200, applicant);
-        },
-      },
-      {
-        method: "GET",
-        pattern: /^\/resources\/applicants\/-;externalUserId=([^/]+)\/one$/,
-        action: "find_applicant",
-        vendor: true,
-        handle: (req) => {
+      vendorRoute("POST", /^\/resources\/applicants$/, "create_applicant", (req) => {
+        const b = body(req);
+        const levelName = req.query.get("levelName");
+        if (!levelName) return json(400, { description: "levelName is required", code: 400 });
+        if (typeof b.externalUserId !== "string" || !b.externalUserId) {
+          return json(400, { description: "externalUserId is required", code: 400 });
+        }
+        if (this.byExternalUserId(b.externalUserId)) {
+          return json(409, {
+            description: `Applicant with external user id '${b.externalUserId}' already exists`,
+            code: 409,
+            correlationId: randomUUID(),
+          });
+        }
+        const applicant: SimApplicant = {
+          id: randomBytes(12).toString("hex"),
+          externalUserId: b.externalUserId,
+          levelName,
+          createdAt: formatCreatedAt(new Date()),
+          ...(typeof b.email === "string" ? { email: b.email } : {}),
+          ...(typeof b.phone === "string" ? { phone: b.phone } : {}),
+          fixedInfo: (b.fixedInfo as Record<string, unknown>) ?? {},
+          review: { reviewStatus: "init" },
+          resets: [],
+        };
+        this.applicants.set(applicant.id, applicant);
+        return json(200, applicant);
+      }),
+      vendorRoute(
+        "GET",
+        /^\/resources\/applicants\/-;externalUserId=([^/]+)\/one$/,
+        "find_applicant",
+        (req) => {
           const found = this.byExternalUserId(req.params[0] as string);
           return found ? json(200, found) : json(404, { description: "Applicant not found", code: 404 });
         },
-      },
+      ),
       applicantRoute("GET", "/one", "get_applicant", (a) => json(200, a)),
       applicantRoute("PATCH", "/fixedInfo", "prefill", (a, req) => {
         const b = body(req);
@@ -196,115 +185,68 @@ export class SumsubSimulator extends Simulator {
         a.review = { reviewStatus: "init" };
         return json(200, { ok: 1 });
       }),
-      {
-        method: "POST",
-        pattern: /^\/resources\/accessTokens\/sdk$/,
-        action: "sdk_token",
-        vendor: true,
-        handle: (req) => {
-          const b = body(req);
-          if (typeof b.userId !== "string")
-            return json(400, { description: "userId is required", code: 400 });
-          return json(200, { token: `_act-sbx-${randomBytes(24).toString("base64url")}`, userId: b.userId });
-        },
-      },
-      {
-        method: "POST",
-        pattern: /^\/resources\/sdkIntegrations\/levels\/-\/websdkLink$/,
-        action: "websdk_link",
-        vendor: true,
-        handle: (req) => {
-          const b = body(req);
-          if (typeof b.userId !== "string" || typeof b.levelName !== "string") {
-            return json(400, { description: "userId and levelName are required", code: 400 });
-          }
-          const linkId = randomBytes(12).toString("base64url");
-          this.links.set(linkId, { userId: b.userId, levelName: b.levelName });
-          return json(200, { url: `${this.url}/websdk/p/${linkId}` });
-        },
-      },
-      {
-        method: "POST",
-        pattern: /^\/resources\/accessTokens\/shareToken$/,
-        action: "share_token",
-        vendor: true,
-        handle: (req) => {
-          const b = body(req);
-          if (typeof b.applicantId !== "string" || !this.applicants.has(b.applicantId)) {
-            return json(404, { description: "applicant not found", code: 404 });
-          }
-          const token = `_sht-${randomBytes(24).toString("base64url")}`;
-          this.shareTokens.push({ token, applicantId: b.applicantId, forClientId: String(b.forClientId) });
-          return json(200, { token, forClientId: b.forClientId });
-        },
-      },
+      vendorRoute("POST", /^\/resources\/accessTokens\/sdk$/, "sdk_token", (req) => {
+        const b = body(req);
+        if (typeof b.userId !== "string") return json(400, { description: "userId is required", code: 400 });
+        return json(200, { token: `_act-sbx-${randomBytes(24).toString("base64url")}`, userId: b.userId });
+      }),
+      vendorRoute("POST", /^\/resources\/sdkIntegrations\/levels\/-\/websdkLink$/, "websdk_link", (req) => {
+        const b = body(req);
+        if (typeof b.userId !== "string" || typeof b.levelName !== "string") {
+          return json(400, { description: "userId and levelName are required", code: 400 });
+        }
+        const linkId = randomBytes(12).toString("base64url");
+        this.links.set(linkId, { userId: b.userId, levelName: b.levelName });
+        return json(200, { url: `${this.url}/websdk/p/${linkId}` });
+      }),
+      vendorRoute("POST", /^\/resources\/accessTokens\/shareToken$/, "share_token", (req) => {
+        const b = body(req);
+        if (typeof b.applicantId !== "string" || !this.applicants.has(b.applicantId)) {
+          return json(404, { description: "applicant not found", code: 404 });
+        }
+        const token = `_sht-${randomBytes(24).toString("base64url")}`;
+        this.shareTokens.push({ token, applicantId: b.applicantId, forClientId: String(b.forClientId) });
+        return json(200, { token, forClientId: b.forClientId });
+      }),
       // Simulator controls and the WebSDK page.
-      {
-        method: "GET",
-        pattern: /^\/_simulator\/applicants$/,
-        action: "list",
-        vendor: false,
-        handle: () => json(200, { applicants: [...this.applicants.values()] }),
-      },
-      {
-        method: "POST",
-        pattern: /^\/_simulator\/webhook$/,
-        action: "webhook",
-        vendor: false,
-        handle: (req) => {
-          const b = body(req);
-          if (typeof b.url !== "string" || typeof b.secret !== "string") {
-            return json(400, { description: "url and secret are required", code: 400 });
-          }
-          this.setWebhook(b.url, b.secret);
-          return json(200, { ok: true });
-        },
-      },
-      {
-        method: "POST",
-        pattern: /^\/_simulator\/applicants\/([^/]+)\/review$/,
-        action: "review",
-        vendor: false,
-        handle: async (req) => {
-          const found = this.applicant(req.params[0] as string);
-          if (!("id" in found)) return found;
-          const b = body(req) as Partial<ReviewInput>;
-          if (b.reviewAnswer !== "GREEN" && b.reviewAnswer !== "RED") {
-            return json(400, { description: "reviewAnswer must be GREEN or RED", code: 400 });
-          }
-          return json(200, await this.review(found.id, b as ReviewInput));
-        },
-      },
-      {
-        method: "GET",
-        pattern: /^\/websdk\/p\/([^/]+)$/,
-        action: "page",
-        vendor: false,
-        handle: (req) => this.page(req.params[0] as string),
-      },
-      {
-        method: "POST",
-        pattern: /^\/websdk\/p\/([^/]+)$/,
-        action: "page",
-        vendor: false,
-        handle: async (req) => {
-          const link = this.links.get(req.params[0] as string);
-          const applicant = link && this.byExternalUserId(link.userId);
-          if (!applicant) return this.page(req.params[0] as string);
-          const choice = String((req.body as Record<string, unknown> | undefined)?.decision ?? "");
-          const input: ReviewInput =
-            choice === "approve"
-              ? { reviewAnswer: "GREEN" }
-              : choice === "retry"
-                ? { reviewAnswer: "RED", reviewRejectType: "RETRY", rejectLabels: ["BAD_PROOF_OF_IDENTITY"] }
-                : { reviewAnswer: "RED", reviewRejectType: "FINAL", rejectLabels: ["FORGERY"] };
-          const sent = await this.review(applicant.id, input);
-          return this.page(
-            req.params[0] as string,
-            `Review sent (${input.reviewAnswer}${input.reviewRejectType ? ` ${input.reviewRejectType}` : ""}); the webhook was answered ${sent.status ?? sent.error}.`,
-          );
-        },
-      },
+      controlRoute("GET", /^\/_simulator\/applicants$/, "list", () =>
+        json(200, { applicants: [...this.applicants.values()] }),
+      ),
+      controlRoute("POST", /^\/_simulator\/webhook$/, "webhook", (req) => {
+        const b = body(req);
+        if (typeof b.url !== "string" || typeof b.secret !== "string") {
+          return json(400, { description: "url and secret are required", code: 400 });
+        }
+        this.setWebhook(b.url, b.secret);
+        return json(200, { ok: true });
+      }),
+      controlRoute("POST", /^\/_simulator\/applicants\/([^/]+)\/review$/, "review", async (req) => {
+        const found = this.applicant(req.params[0] as string);
+        if (!("id" in found)) return found;
+        const b = body(req) as Partial<ReviewInput>;
+        if (b.reviewAnswer !== "GREEN" && b.reviewAnswer !== "RED") {
+          return json(400, { description: "reviewAnswer must be GREEN or RED", code: 400 });
+        }
+        return json(200, await this.review(found.id, b as ReviewInput));
+      }),
+      controlRoute("GET", /^\/websdk\/p\/([^/]+)$/, "page", (req) => this.page(req.params[0] as string)),
+      controlRoute("POST", /^\/websdk\/p\/([^/]+)$/, "page", async (req) => {
+        const link = this.links.get(req.params[0] as string);
+        const applicant = link && this.byExternalUserId(link.userId);
+        if (!applicant) return this.page(req.params[0] as string);
+        const choice = String((req.body as Record<string, unknown> | undefined)?.decision ?? "");
+        const input: ReviewInput =
+          choice === "approve"
+            ? { reviewAnswer: "GREEN" }
+            : choice === "retry"
+              ? { reviewAnswer: "RED", reviewRejectType: "RETRY", rejectLabels: ["BAD_PROOF_OF_IDENTITY"] }
+              : { reviewAnswer: "RED", reviewRejectType: "FINAL", rejectLabels: ["FORGERY"] };
+        const sent = await this.review(applicant.id, input);
+        return this.page(
+          req.params[0] as string,
+          `Review sent (${input.reviewAnswer}${input.reviewRejectType ? ` ${input.reviewRejectType}` : ""}); the webhook was answered ${sent.status ?? sent.error}.`,
+        );
+      }),
     ];
   }
 
