@@ -1,14 +1,24 @@
 import type { AppContext } from "../../platform/context.js";
-import { type ClaimedJob, deleteJob } from "../../platform/jobs.js";
+import { type ClaimedJob, deleteJob, RescheduleJob } from "../../platform/jobs.js";
 import { getAttributesOf } from "../attributes/index.js";
 import { findCase, lockCase } from "../cases/index.js";
-import { evaluateOnThread, ListLookups, Offloads } from "../workflows/index.js";
+import { evaluateOnThread, ListLookups, Offloads, pendingOnThreads } from "../workflows/index.js";
 import { liveLists, lookUp, runChain } from "./chain.js";
 import { commit, variablesOf, workflowOf } from "./plan.js";
 import { type EvaluationJobPayload, isCurrentStep } from "./step-jobs.js";
 
 /** How many rounds of list lookups the thread's evaluation may ask for. */
 const LOOKUP_ROUNDS = 8;
+
+/**
+ * A tenant's evaluations waiting for a thread (or on one) in this process past which its next
+ * `engine.evaluate` job is given back to the queue, to run a few deadlines later, rather than
+ * hold a worker slot while it waits (decision 0028): the worker's slots stay free for the
+ * other tenants' jobs, their evaluations included.
+ */
+export const PENDING_PER_TENANT = 4;
+/** How many evaluation deadlines later a job given back runs again. */
+const GIVEN_BACK_DEADLINES = 4;
 
 /**
  * Runs a node's expression that passed its allowance on the event loop (the `engine.evaluate`
@@ -22,6 +32,12 @@ export async function runEvaluationStep(
   job: ClaimedJob<EvaluationJobPayload>,
 ): Promise<void> {
   const step = job.payload;
+  if (pendingOnThreads(step.tenantId) >= PENDING_PER_TENANT) {
+    throw new RescheduleJob(
+      GIVEN_BACK_DEADLINES * ctx.config.evaluationDeadlineMs,
+      "the tenant's evaluations already wait for a thread",
+    );
+  }
   const before = await findCase(ctx.db.root, step.tenantId, step.caseId);
   if (!isCurrentStep(before, step)) return;
   const attributes = (await getAttributesOf(ctx.db.root, [before])).get(before.id) ?? {};
@@ -33,6 +49,7 @@ export async function runEvaluationStep(
   const offloads = Offloads.of(step.results);
   for (let round = 0; ; round++) {
     const result = await evaluateOnThread(
+      step.tenantId,
       { ...expression, variables, answers: lookups.read() },
       ctx.config.evaluationDeadlineMs,
     );
