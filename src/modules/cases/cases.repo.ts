@@ -9,8 +9,10 @@ import {
   updateRows,
 } from "../../platform/db/index.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
+import { isCurrentVersion } from "../workflows/index.js";
 import type { CaseAcceptHook } from "./cases.seam.js";
 import type { CasesTable } from "./cases.tables.js";
+import type { StartClaim } from "./start-handoff.js";
 
 export type CaseRow = Row<"cases">;
 
@@ -31,6 +33,16 @@ export interface NewCase {
   dryRun: boolean;
   /** The workflow node the first step runs. */
   currentNodeId?: string | null;
+  /**
+   * Inserted already claimed, its first run counted and leased for this many seconds, for the
+   * starter of the process inserting it (decision 0028): no claim statement, no row update.
+   */
+  claimSeconds?: number;
+  /**
+   * Inserted only while its workflow version is still the workflow's current one: the version was
+   * taken as current from what the process had seen, not read now (decision 0028).
+   */
+  confirmCurrent?: boolean;
 }
 
 function caseValues(c: NewCase) {
@@ -65,8 +77,9 @@ export function insertCase(db: Executor, c: NewCase): Promise<CaseRow> {
  * Inserts cases in one statement (atomic on its own, one round trip for the submissions of many
  * concurrent requests), skipping any case whose tenant already has a case with its idempotency
  * key: the unique index decides, so of concurrent submissions with one key exactly one inserts,
- * also within one statement. When any is inserted, `notify` goes out on the jobs channel on
- * commit (the engine's starters wake for it). Returns the ids of the cases inserted.
+ * also within one statement. When any case left to any starter is inserted, `notify` goes out on
+ * the jobs channel on commit (the engine's starters wake for it); cases inserted claimed wake no
+ * one. Returns the ids of the cases inserted.
  */
 /**
  * What a new case's insert notifies on the jobs channel, so that idle starters wake at once.
@@ -81,11 +94,35 @@ export async function insertCases(
   onAccept: readonly CaseAcceptHook[] = [],
 ): Promise<Set<string>> {
   if (cases.length === 0) return new Set();
-  const insert = db
-    .insertInto("cases")
-    .values(cases.map(caseValues))
-    .onConflict((oc) => oc.columns(["tenant_id", "idempotency_key"]).doNothing())
-    .returning(["id", sql<Date>`coalesce(event_timestamp, created_at)`.as("case_time"), "created_at"]);
+  const values = sql.join(
+    cases.map((c) => {
+      const v = caseValues(c);
+      return sql`(${v.id}::uuid, ${v.tenant_id}::uuid, ${v.request_id}::text, ${v.status}::text,
+        ${v.type}::text, ${v.workflow_id}::text, ${v.workflow_version}::int, ${v.subject}::json,
+        ${v.payload}::json, ${v.metadata}::json, ${v.external_customer_id}::text,
+        ${v.event_timestamp}::timestamptz, ${v.idempotency_key}::text, ${v.dry_run}::boolean,
+        ${v.current_node_id}::text, ${v.created_at}::timestamptz, ${c.claimSeconds ?? null}::int,
+        ${c.confirmCurrent === true}::boolean)`;
+    }),
+  );
+  // A case on a version taken as current goes in only while it still is; one claimed for this
+  // process's starter goes in with its first run counted and its lease.
+  const insert = sql`
+    INSERT INTO cases (id, tenant_id, request_id, status, type, workflow_id, workflow_version,
+      subject, payload, metadata, external_customer_id, event_timestamp, idempotency_key, dry_run,
+      current_node_id, created_at, updated_at, start_attempts, start_claimed_until)
+    SELECT v.id, v.tenant_id, v.request_id, v.status, v.type, v.workflow_id, v.workflow_version,
+      v.subject, v.payload, v.metadata, v.external_customer_id, v.event_timestamp,
+      v.idempotency_key, v.dry_run, v.current_node_id, v.created_at, v.created_at,
+      CASE WHEN v.claim_seconds IS NULL THEN 0 ELSE 1 END,
+      now() + make_interval(secs => v.claim_seconds)
+    FROM (VALUES ${values}) AS v (id, tenant_id, request_id, status, type, workflow_id,
+      workflow_version, subject, payload, metadata, external_customer_id, event_timestamp,
+      idempotency_key, dry_run, current_node_id, created_at, claim_seconds, confirm_current)
+    WHERE NOT v.confirm_current
+      OR ${isCurrentVersion(sql.ref("v.tenant_id"), sql.ref("v.workflow_id"), sql.ref("v.workflow_version"))}
+    ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+    RETURNING id, coalesce(event_timestamp, created_at) AS case_time, created_at`;
   // What other features write with the cases (their entities), in this one statement.
   const accepted = cases.map((c) => ({
     id: c.id,
@@ -99,9 +136,17 @@ export async function insertCases(
     const clauses = hook(accepted);
     return clauses ? [sql`, ${clauses}`] : [];
   });
+  const claimed = cases.filter((c) => c.claimSeconds !== undefined).map((c) => c.id);
+  const wake =
+    claimed.length === cases.length
+      ? sql``
+      : claimed.length === 0
+        ? sql`, (SELECT pg_notify(${JOBS_CHANNEL}, ${notify}) FROM kase LIMIT 1) AS notified`
+        : sql`, (SELECT pg_notify(${JOBS_CHANNEL}, ${notify}) FROM kase
+            WHERE kase.id <> ALL(${claimed}::uuid[]) LIMIT 1) AS notified`;
   const { rows } = await sql<{ id: string }>`
     WITH kase AS (${insert})${sql.join(extra, sql``)}
-    SELECT kase.id, (SELECT pg_notify(${JOBS_CHANNEL}, ${notify}) FROM kase LIMIT 1) AS notified
+    SELECT kase.id${wake}
     FROM kase`.execute(db);
   return new Set(rows.map((r) => r.id));
 }
@@ -274,12 +319,6 @@ export function caseStatesUpdate(states: CaseStateWrite[], now: Date): RawBuilde
     WHERE c.id = v.id AND c.tenant_id = v.tenant_id`;
 }
 
-/** A case a starter claimed: its id and the runs of it begun, this one included. */
-export interface StartClaim {
-  id: string;
-  start_attempts: number;
-}
-
 /**
  * Claims cases waiting to start, oldest first, for a starter (decision 0011): up to `limit` that
  * never ran (`fresh`), or the oldest one that did (`again`: a run of it began and never
@@ -311,6 +350,21 @@ export async function claimReceivedCases(
     FROM next WHERE c.id = next.id
     RETURNING c.id, c.start_attempts`.execute(db);
   return rows;
+}
+
+/**
+ * Gives back cases that were inserted claimed for a starter which stops before running them:
+ * they wait for any starter again, and the run counted for them is taken back, since none began.
+ */
+export async function releaseClaimedCases(db: Executor, claims: readonly StartClaim[]): Promise<void> {
+  if (claims.length === 0) return;
+  await sql`
+    WITH released AS (
+      UPDATE cases SET start_attempts = start_attempts - 1, start_claimed_until = NULL
+      WHERE id = ANY(${claims.map((c) => c.id)}::uuid[]) AND status = 'received' AND start_attempts = 1
+      RETURNING id
+    )
+    SELECT (SELECT pg_notify(${JOBS_CHANNEL}, ${START_NOTIFICATION}) FROM released LIMIT 1)`.execute(db);
 }
 
 /** Whether a case whose run began and never finished waits to be claimed again. */

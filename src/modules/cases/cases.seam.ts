@@ -4,6 +4,7 @@ import type { FeatureModule } from "../../platform/app-types.js";
 import type { Executor, Tx } from "../../platform/db/index.js";
 import type { InformationRequestSchema } from "../case-model/index.js";
 import type { CaseTag, TraceEntry } from "./cases.schemas.js";
+import { StartHandoff } from "./start-handoff.js";
 
 // The cases module's part of the feature seam. A case record shows what other modules keep of
 // the case (its tags, its information requests, its trace), and closing a case ends what they
@@ -47,6 +48,8 @@ export interface CaseSeam {
   readonly parts: CaseRecordParts;
   readonly onClosed: readonly CaseClosedHook[];
   readonly onAccept: readonly CaseAcceptHook[];
+  /** New cases handed from this process's API to its own starter, when one runs. */
+  readonly starts: StartHandoff;
 }
 
 declare module "../../platform/app-types.js" {
@@ -83,5 +86,6 @@ export function caseSeamOf(features: readonly FeatureModule[]): CaseSeam {
     parts: parts as CaseRecordParts,
     onClosed: features.flatMap((f) => (f.onCaseClosed ? [f.onCaseClosed] : [])),
     onAccept: features.flatMap((f) => (f.onCaseAccepted ? [f.onCaseAccepted] : [])),
+    starts: new StartHandoff(),
   };
 }

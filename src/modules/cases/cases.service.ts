@@ -10,6 +10,7 @@ import {
   checkTenantRequirements,
   getCompiledWorkflow,
   requireVersion,
+  resolveSubmissionTarget,
   resolveSubmissionWorkflow,
 } from "../workflows/index.js";
 import {
@@ -156,7 +157,26 @@ function caseInserts(ctx: AppContext): Batcher<NewCase, boolean> {
   if (!batcher) {
     batcher = new Batcher(
       async (items) => {
-        const inserted = await insertCases(db.root, items, START_NOTIFICATION, ctx.cases.onAccept);
+        // As many as this process's starter takes go in claimed for it (dry runs too).
+        const handoff = ctx.cases.starts.reserve(items.length);
+        const claimSeconds = ctx.config.jobLeaseSeconds;
+        const rows = handoff
+          ? items.map((item, i) => (i < handoff.count ? { ...item, claimSeconds } : item))
+          : items;
+        let inserted: Set<string>;
+        try {
+          inserted = await insertCases(db.root, rows, START_NOTIFICATION, ctx.cases.onAccept);
+        } catch (err) {
+          handoff?.taker.take([], handoff.count);
+          throw err;
+        }
+        if (handoff) {
+          const claims = rows
+            .slice(0, handoff.count)
+            .filter((c) => inserted.has(c.id))
+            .map((c) => ({ id: c.id, start_attempts: 1 }));
+          handoff.taker.take(claims, handoff.count - claims.length);
+        }
         return items.map((i) => inserted.has(i.id));
       },
       { maxBatch: 128, lanes: 1 },
@@ -173,6 +193,7 @@ async function insertAndStart(
   prepared: Awaited<ReturnType<typeof prepare>>,
   requestId: string,
   dryRun: boolean,
+  confirmCurrent = false,
 ): Promise<NewCase | undefined> {
   const { wf } = prepared;
   const kase: NewCase = {
@@ -191,6 +212,7 @@ async function insertAndStart(
     idempotencyKey: dryRun ? null : (input.idempotencyKey ?? null),
     dryRun,
     currentNodeId: wf.start,
+    confirmCurrent,
   };
   const inserted = await caseInserts(ctx).add(kase);
   return inserted ? kase : undefined;
@@ -213,15 +235,30 @@ export async function submitCase(
     const existing = await findCaseByIdempotencyKey(ctx.db.root, tenantId, key);
     if (existing) return { created: false, body: submissionBody(existing) };
   }
-  const prepared = await prepare(ctx, input, () =>
-    resolveSubmissionWorkflow(ctx.nodeTypes, ctx.db.root, tenantId, input.workflowId, input.workflowVersion),
-  );
-  const kase = await insertAndStart(ctx, tenantId, input, prepared, requestId, false);
-  if (kase)
-    return { created: true, body: { caseId: kase.id, requestId: kase.requestId, status: kase.status } };
-  const winner = key === undefined ? undefined : await findCaseByIdempotencyKey(ctx.db.root, tenantId, key);
-  if (!winner) throw new Error("a case insert was skipped without an idempotency key to explain it");
-  return { created: false, body: submissionBody(winner) };
+  // The version is first taken from what this process has seen; if another was published since,
+  // the insert refuses the case and the submission looks again (decision 0028).
+  for (let fresh = false; ; fresh = true) {
+    let confirmCurrent = false;
+    const prepared = await prepare(ctx, input, async () => {
+      const target = await resolveSubmissionTarget(
+        ctx.nodeTypes,
+        ctx.db.root,
+        tenantId,
+        input.workflowId,
+        input.workflowVersion,
+        fresh,
+      );
+      confirmCurrent = target.confirmCurrent;
+      return target.wf;
+    });
+    const kase = await insertAndStart(ctx, tenantId, input, prepared, requestId, false, confirmCurrent);
+    if (kase)
+      return { created: true, body: { caseId: kase.id, requestId: kase.requestId, status: kase.status } };
+    const winner = key === undefined ? undefined : await findCaseByIdempotencyKey(ctx.db.root, tenantId, key);
+    if (winner) return { created: false, body: submissionBody(winner) };
+    if (!confirmCurrent)
+      throw new Error("a case insert was skipped without an idempotency key to explain it");
+  }
 }
 
 /** How long a dry run with `wait` waits for its case to leave `received` and `running`. */

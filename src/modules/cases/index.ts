@@ -85,10 +85,10 @@ export {
   lockCases,
   /** Locks the cases a starter claimed, those still waiting to start at the claim's count. */
   lockClaimedCases,
+  /** Gives back cases inserted claimed for a starter that stops before running them. */
+  releaseClaimedCases,
   /** What a new case's insert notifies on the jobs channel, so that idle starters wake at once. */
   START_NOTIFICATION,
-  /** A case a starter claimed, with the runs of it begun. */
-  type StartClaim,
   /** Writes some columns of one of the tenant's cases. */
   updateCase,
 } from "./cases.repo.js";
@@ -158,3 +158,6 @@ export {
   /** One of QUEUE_STATUSES. */
   type QueueStatus,
 } from "./review-queue.repo.js";
+/** The starter's side of the hand-off of new cases from its process's API (decision 0028). */
+/** A case a starter claimed, with the runs of it begun. */
+export type { StartClaim, StartTaker } from "./start-handoff.js";

@@ -8,8 +8,10 @@ import {
   claimReceivedCases,
   hasReceivedCaseToRunAgain,
   lockClaimedCases,
+  releaseClaimedCases,
   START_NOTIFICATION,
   type StartClaim,
+  type StartTaker,
   updateCase,
 } from "../cases/index.js";
 import { runChain } from "./chain.js";
@@ -23,6 +25,11 @@ export const START_BATCH = 64;
 const IDLE_LANE_MS = 30_000;
 /** How often the first lane looks for a case whose run began and never finished. */
 const AGAIN_CHECK_MS = 1_000;
+/**
+ * New cases of this process's API that wait in the starter at most (claimed when inserted):
+ * a few batches, so that each runs well within its lease. Past it, cases are left to any starter.
+ */
+const HANDED_LIMIT = 4 * START_BATCH;
 
 /**
  * Runs new cases (decision 0011). A starter claims up to START_BATCH `received` cases in one
@@ -33,9 +40,10 @@ const AGAIN_CHECK_MS = 1_000;
  * that a case that kills its process fails (after `caseCrashLimit` runs) without taking the
  * others with it. A case that fails to run on its own (an unexpected error) is handed to an
  * `engine.step` job, whose attempts, backoff and final failure (`case.failed`) are the job
- * queue's (decision 0002).
+ * queue's (decision 0002). The cases its own process's API accepts come to it already claimed,
+ * inserted so by the statement that accepts them (decision 0028): no claim statement for them.
  */
-export class CaseStarter {
+export class CaseStarter implements StartTaker {
   readonly #lanes: number;
   #stopped = true;
   #wake: Array<() => void> = [];
@@ -45,6 +53,10 @@ export class CaseStarter {
   #unlisten: (() => Promise<void>) | undefined;
   readonly #gate = new Gate();
   #nextAgainCheck = 0;
+  /** Cases handed over by this process's API, claimed for this starter, in the order inserted. */
+  #handed: StartClaim[] = [];
+  /** Room promised to inserts still in flight. */
+  #reserved = 0;
 
   constructor(private readonly ctx: AppContext) {
     // Starters spend their time in the database; a few lanes overlap its round trips.
@@ -58,14 +70,45 @@ export class CaseStarter {
       if (kind === "" || kind === START_NOTIFICATION) this.#wakeOne();
     });
     this.#loops = Array.from({ length: this.#lanes }, (_, lane) => this.#run(lane));
+    this.ctx.cases.starts.attach(this);
   }
 
   async stop(): Promise<void> {
     if (this.#stopped) return;
+    this.ctx.cases.starts.detach(this);
     this.#stopped = true;
     this.#wakeAll();
     await Promise.all(this.#loops);
     await this.#unlisten?.();
+    // Handed-over cases never begun wait for any starter again, with no run counted.
+    await this.#release(this.#handed.splice(0));
+  }
+
+  reserve(count: number): number {
+    if (this.#stopped) return 0;
+    const taken = Math.max(0, Math.min(count, HANDED_LIMIT - this.#handed.length - this.#reserved));
+    this.#reserved += taken;
+    return taken;
+  }
+
+  take(claims: StartClaim[], unused: number): void {
+    this.#reserved -= claims.length + unused;
+    if (claims.length === 0) return;
+    if (this.#stopped) {
+      void this.#release(claims);
+      return;
+    }
+    this.#handed.push(...claims);
+    this.#wakeOne();
+  }
+
+  async #release(claims: StartClaim[]): Promise<void> {
+    try {
+      await releaseClaimedCases(this.ctx.db.root, claims);
+    } catch (err) {
+      // Their lease runs out instead, and they run again as a case whose run never finished.
+      this.ctx.log.warn({ err, cases: claims.length }, "handing back unstarted cases failed");
+    }
   }
 
   #wakeAll(): void {
@@ -149,12 +192,11 @@ export class CaseStarter {
   }
 
   async #startFresh(): Promise<boolean> {
-    const claims = await claimReceivedCases(
-      this.ctx.db.root,
-      "fresh",
-      START_BATCH,
-      this.ctx.config.jobLeaseSeconds,
-    );
+    const handed = this.#handed.splice(0, START_BATCH);
+    const claims =
+      handed.length > 0
+        ? handed
+        : await claimReceivedCases(this.ctx.db.root, "fresh", START_BATCH, this.ctx.config.jobLeaseSeconds);
     if (claims.length === 0) return false;
     const started = performance.now();
     // Each case's first run counts as one `engine.start` run, timed as its batch.
@@ -171,7 +213,7 @@ export class CaseStarter {
       observe("failed");
       for (const claim of claims) await this.#startAlone(claim);
     }
-    return claims.length === START_BATCH;
+    return claims.length === START_BATCH || this.#handed.length > 0;
   }
 
   /** A case whose runs ended their process `caseCrashLimit` times fails (`case.failed`). */

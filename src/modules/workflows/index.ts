@@ -116,6 +116,8 @@ export {
   /** What expressions read. */
   type ExpressionVariables,
 } from "./workflow.types.js";
+/** Whether a version is its workflow's current one, as a condition for another module's statement. */
+export { isCurrentVersion } from "./workflows.repo.js";
 export {
   /** One `inList` question: is this value in the tenant's list? */
   type ListProbe,
@@ -139,6 +141,8 @@ export {
   publishVersion,
   /** A version of the tenant's workflow, compiled: 404 for an unknown tenant, workflow or version. */
   requireVersion,
+  /** The version a new case runs on, from what the process has seen, and whether its insert must confirm it. */
+  resolveSubmissionTarget,
   /** The version a new case runs on (`POST /cases`) */
   resolveSubmissionWorkflow,
 } from "./workflows.service.js";

@@ -1,4 +1,4 @@
-import { sql } from "kysely";
+import { type RawBuilder, sql } from "kysely";
 import { type Executor, updateRows } from "../../platform/db/index.js";
 
 export interface WorkflowRow {
@@ -183,4 +183,18 @@ export async function findSubmissionTargets(
     };
   }
   return targets;
+}
+
+/**
+ * Whether a version is its workflow's current one, as a condition for another module's statement
+ * (the cases' insert confirms the version it took as current, decision 0028).
+ */
+export function isCurrentVersion(
+  tenantId: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
+  workflowId: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
+  version: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
+): RawBuilder<boolean> {
+  return sql<boolean>`EXISTS (
+    SELECT 1 FROM workflows w
+    WHERE w.tenant_id = ${tenantId} AND w.workflow_id = ${workflowId} AND w.current_version = ${version})`;
 }

@@ -310,6 +310,64 @@ export async function resolveSubmissionWorkflow(
   workflowId: string,
   version: number | undefined,
 ): Promise<CompiledWorkflow> {
+  return (await resolveSubmissionTarget(types, db, tenantId, workflowId, version, true)).wf;
+}
+
+/**
+ * Versions this process has seen published, pinned or current, by tenant and workflow (decision
+ * 0028). A published version stays published, so a pinned one needs no second look; a current
+ * one may be replaced by a publish in any process, so a case on it is inserted only while it is
+ * still current (`confirmCurrent`), and a submission that finds it replaced looks again.
+ */
+const seenVersions = new WeakMap<Executor, { current: Map<string, number>; published: Set<string> }>();
+/** Entries kept per database before the memory starts again empty. */
+const SEEN_LIMIT = 10_000;
+
+function seen(db: Executor) {
+  let entry = seenVersions.get(db);
+  if (!entry || entry.current.size + entry.published.size > SEEN_LIMIT) {
+    entry = { current: new Map(), published: new Set() };
+    seenVersions.set(db, entry);
+  }
+  return entry;
+}
+
+/**
+ * The version a new case runs on, as `resolveSubmissionWorkflow` finds it, from what this
+ * process has seen where it can (`fresh` reads the database in any case). `confirmCurrent`: the
+ * version was taken as the workflow's current one without reading it now, and the case's insert
+ * must confirm it still is.
+ */
+export async function resolveSubmissionTarget(
+  types: NodeTypes,
+  db: Executor,
+  tenantId: string,
+  workflowId: string,
+  version: number | undefined,
+  fresh: boolean,
+): Promise<{ wf: CompiledWorkflow; confirmCurrent: boolean }> {
+  const memory = seen(db);
+  const name = `${tenantId}\u0000${workflowId}`;
+  if (!fresh) {
+    const known = version === undefined ? memory.current.get(name) : version;
+    if (known !== undefined && (version === undefined || memory.published.has(`${name}\u0000${version}`))) {
+      const wf = await getCompiledWorkflow(types, db, tenantId, workflowId, known);
+      if (wf) return { wf, confirmCurrent: version === undefined };
+    }
+  }
+  const wf = await lookUpSubmissionWorkflow(types, db, tenantId, workflowId, version);
+  if (version === undefined) memory.current.set(name, wf.version);
+  memory.published.add(`${name}\u0000${wf.version}`);
+  return { wf, confirmCurrent: false };
+}
+
+async function lookUpSubmissionWorkflow(
+  types: NodeTypes,
+  db: Executor,
+  tenantId: string,
+  workflowId: string,
+  version: number | undefined,
+): Promise<CompiledWorkflow> {
   if (version !== undefined && !isVersionNumber(version)) {
     throw refused("workflowVersion", `${version} is not a version of workflow ${workflowId}`);
   }
