@@ -93,7 +93,12 @@ export class ThreadPool<T, R> {
 
   /** The owner's tasks waiting for a thread or on one. */
   pending(owner: string): number {
-    return (this.#queues.get(owner)?.length ?? 0) + (this.#running.get(owner) ?? 0);
+    return this.waiting(owner) + (this.#running.get(owner) ?? 0);
+  }
+
+  /** The owner's tasks waiting for a thread. */
+  waiting(owner: string): number {
+    return this.#queues.get(owner)?.length ?? 0;
   }
 
   /** Ends every thread; tasks still waiting fail. */

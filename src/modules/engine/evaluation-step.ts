@@ -2,7 +2,7 @@ import type { AppContext } from "../../platform/context.js";
 import { type ClaimedJob, deleteJob, RescheduleJob } from "../../platform/jobs.js";
 import { getAttributesOf } from "../attributes/index.js";
 import { findCase, lockCase } from "../cases/index.js";
-import { evaluateOnThread, ListLookups, Offloads } from "../workflows/index.js";
+import { evaluateOnThread, ListLookups, Offloads, waitingForThreads } from "../workflows/index.js";
 import { liveLists, lookUp, runChain } from "./chain.js";
 import { commit, variablesOf, workflowOf } from "./plan.js";
 import { type EvaluationJobPayload, isCurrentStep } from "./step-jobs.js";
@@ -11,12 +11,13 @@ import { type EvaluationJobPayload, isCurrentStep } from "./step-jobs.js";
 const LOOKUP_ROUNDS = 8;
 
 /**
- * A tenant's `engine.evaluate` jobs running in this process at most: its next one is given back
- * to the queue, to run a few deadlines later, rather than hold a worker slot while it waits for
- * a thread (decision 0028). The worker's slots stay free for the other tenants' jobs, their
- * evaluations included.
+ * A tenant's evaluations waiting for a thread of this process (not yet on one) past which its
+ * next `engine.evaluate` job is given back to the queue, to run a few deadlines later, rather
+ * than hold a worker slot while it waits too (decision 0028). The worker's slots stay free for
+ * the other tenants' jobs, their evaluations included. A tenant whose evaluations do not queue
+ * up on the threads is never held to it.
  */
-export const EVALUATIONS_PER_TENANT = 4;
+export const WAITING_PER_TENANT = 4;
 /** How many evaluation deadlines later a job given back runs again. */
 const GIVEN_BACK_DEADLINES = 4;
 
@@ -31,28 +32,6 @@ export async function runEvaluationStep(
   ctx: AppContext,
   job: ClaimedJob<EvaluationJobPayload>,
 ): Promise<void> {
-  const tenant = job.payload.tenantId;
-  const running = runningPerTenant.get(tenant) ?? 0;
-  if (running >= EVALUATIONS_PER_TENANT) {
-    throw new RescheduleJob(
-      GIVEN_BACK_DEADLINES * ctx.config.evaluationDeadlineMs,
-      "the tenant's evaluations already wait for a thread",
-    );
-  }
-  runningPerTenant.set(tenant, running + 1);
-  try {
-    await evaluate(ctx, job);
-  } finally {
-    const left = (runningPerTenant.get(tenant) ?? 1) - 1;
-    if (left > 0) runningPerTenant.set(tenant, left);
-    else runningPerTenant.delete(tenant);
-  }
-}
-
-/** `engine.evaluate` jobs running in this process, by tenant. */
-const runningPerTenant = new Map<string, number>();
-
-async function evaluate(ctx: AppContext, job: ClaimedJob<EvaluationJobPayload>): Promise<void> {
   const step = job.payload;
   const before = await findCase(ctx.db.root, step.tenantId, step.caseId);
   if (!isCurrentStep(before, step)) return;
@@ -63,6 +42,13 @@ async function evaluate(ctx: AppContext, job: ClaimedJob<EvaluationJobPayload>):
   const lookups = new ListLookups();
   for (const a of step.answers) lookups.learn(a.list, a.value, a.found);
   const offloads = Offloads.of(step.results);
+  // Checked just before the evaluation joins the queue, in the same turn of the event loop.
+  if (waitingForThreads(step.tenantId) >= WAITING_PER_TENANT) {
+    throw new RescheduleJob(
+      GIVEN_BACK_DEADLINES * ctx.config.evaluationDeadlineMs,
+      "the tenant's evaluations already wait for a thread",
+    );
+  }
   for (let round = 0; ; round++) {
     const result = await evaluateOnThread(
       step.tenantId,

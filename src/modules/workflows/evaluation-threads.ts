@@ -34,6 +34,11 @@ export function pendingOnThreads(tenantId: string): number {
   return pool?.pending(tenantId) ?? 0;
 }
 
+/** The tenant's evaluations waiting for a thread of this process. */
+export function waitingForThreads(tenantId: string): number {
+  return pool?.waiting(tenantId) ?? 0;
+}
+
 /** An expression's evaluation on a thread; past the deadline, a failure saying so. */
 export async function evaluateOnThread(
   tenantId: string,
