@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JobWorker } from "../src/platform/jobs.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { SERVER_URL } from "./support/db.js";
-import { adminHeaders, createPartner, type Partner } from "./support/fixtures.js";
+import { adminHeaders, createKey, createPartner, type Partner } from "./support/fixtures.js";
 import { amountScreen, createWorkflow, kycSubject, waitForCase } from "./support/workflows.js";
 
 // Decision 0028: a submission takes its workflow's current version from what the process has
@@ -84,6 +84,69 @@ describe("the current version", () => {
     expect(again.statusCode, again.body).toBe(200);
     expect(again.json().caseId).toBe(first.json().caseId);
     expect(await versionOf(partner, first.json().caseId)).toBe(1);
+  });
+});
+
+describe("an API key let in from what the process saw of it", () => {
+  async function revoke(partner: Partner): Promise<void> {
+    const res = await h.app.inject({
+      method: "DELETE",
+      url: `/admin/tenants/${partner.tenantId}/api-keys/${partner.keyId}`,
+      headers: adminHeaders,
+    });
+    expect(res.statusCode, res.body).toBe(204);
+  }
+
+  const submission = { workflowId: "screen", type: "KYC", payload: { amount: 5 }, subject: kycSubject };
+
+  it("is refused on the next submission once deleted, whatever that submission would have got", async () => {
+    const partner = await createPartner(h.app);
+    await createWorkflow(h.app, partner.tenantId, "screen", amountScreen);
+    const others = [await createKey(h.app, partner.tenantId), await createKey(h.app, partner.tenantId)];
+    // Each key has been seen live by this process.
+    for (const p of [partner, ...others]) await submit(p);
+    const first = await h.app.inject({
+      method: "POST",
+      url: "/cases",
+      headers: others[1]?.headers,
+      payload: { ...submission, idempotencyKey: "again" },
+    });
+    expect(first.statusCode, first.body).toBe(201);
+    for (const p of [partner, ...others]) await revoke(p);
+
+    // A new case: refused by the insert itself.
+    const created = await h.app.inject({
+      method: "POST",
+      url: "/cases",
+      headers: partner.headers,
+      payload: submission,
+    });
+    expect(created.statusCode, created.body).toBe(401);
+    expect(created.json()).toEqual({ error: "unknown API key", code: "unauthenticated" });
+    // A body the service refuses: 401, not 400.
+    const invalid = await h.app.inject({
+      method: "POST",
+      url: "/cases",
+      headers: others[0]?.headers,
+      payload: { ...submission, payload: {} },
+    });
+    expect(invalid.statusCode, invalid.body).toBe(401);
+    // An idempotent resubmission: 401, not the first case.
+    const replay = await h.app.inject({
+      method: "POST",
+      url: "/cases",
+      headers: others[1]?.headers,
+      payload: { ...submission, idempotencyKey: "again" },
+    });
+    expect(replay.statusCode, replay.body).toBe(401);
+    expect(replay.body).not.toContain(first.json().caseId);
+
+    const cases = await h.ctx.db.root
+      .selectFrom("cases")
+      .select((eb) => eb.fn.countAll<string>().as("n"))
+      .where("tenant_id", "=", partner.tenantId)
+      .executeTakeFirstOrThrow();
+    expect(Number(cases.n)).toBe(4);
   });
 });
 

@@ -6,6 +6,7 @@ import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types
 import { createTestApp, type TestApp } from "./support/app.js";
 import { runCds } from "./support/cli.js";
 import { adminHeaders, createPartner, enableTags, type Partner } from "./support/fixtures.js";
+import { traceFigures, velocityWorkflow as velocity } from "./support/history.js";
 import { createWorkflow, waitForCase } from "./support/workflows.js";
 
 let h: TestApp;
@@ -23,25 +24,6 @@ const HOUR = 3_600_000;
 /** Every case of these tests happens around this moment, whatever the clock says. */
 const T = Date.parse("2026-06-01T12:00:00.000Z");
 const at = (offsetMs: number) => new Date(T + offsetMs).toISOString();
-
-/** An aggregate node with these figures, then a decision: over 1000 in review, else approved. */
-function velocity(aggregates: Record<string, Record<string, unknown>>): WorkflowDefinition {
-  return {
-    inputSchema: { type: "object" },
-    start: "velocity",
-    nodes: [
-      { id: "velocity", type: "aggregate", next: "screen", aggregates },
-      {
-        id: "screen",
-        type: "rules",
-        rules: [{ when: "double(subject.transaction.amount) > 1000.0", next: "review" }],
-        default: "approve",
-      },
-      { id: "approve", type: "decision", decision: "approved" },
-      { id: "review", type: "decision", decision: "in_review" },
-    ],
-  };
-}
 
 interface Payment {
   customer: string;
@@ -94,13 +76,7 @@ async function submit(partner: Partner, p: Payment): Promise<string> {
 }
 
 /** The figures the case's aggregate node computed, from its trace. */
-async function figuresOf(caseId: string): Promise<Record<string, number | null>> {
-  const res = await h.app.inject({ url: `/admin/cases/${caseId}`, headers: adminHeaders });
-  expect(res.statusCode, res.body).toBe(200);
-  const entry = res.json().trace.find((e: { nodeId: string }) => e.nodeId === "velocity");
-  expect(entry?.status, JSON.stringify(entry)).toBe("completed");
-  return entry.output;
-}
+const figuresOf = (caseId: string) => traceFigures(h.app, caseId);
 
 async function partnerWith(aggregates: Record<string, Record<string, unknown>>): Promise<Partner> {
   const partner = await createPartner(h.app);

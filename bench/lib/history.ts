@@ -57,7 +57,8 @@ const ENTITY_ID = (tenant: string) => sql`(
  * Writes the tenant's history: `shape.cases` decided Transaction cases (every column but the
  * generated ones copied from `templateCaseId`, a case the service itself accepted and decided
  * with the same workflow), their customers' and IBANs' entities, and one `case_entities` row per
- * case and entity, in the order of the cases' times as the service would have written them.
+ * case and entity with the case's other entity as its peer, in the order of the cases' times as
+ * the service would have written them.
  * Then VACUUM ANALYZE, as autovacuum would have done over 90 days, and a checkpoint. Returns the
  * seconds it took.
  */
@@ -113,15 +114,21 @@ export async function seedHistory(
       INSERT INTO entities (id, tenant_id, type, value, first_seen_at)
       SELECT id, ${tenantId}::uuid, type, value, first FROM bench_entity ORDER BY first
       ON CONFLICT (tenant_id, type, value) DO NOTHING`.execute(tx);
+    // Each case's two links carry each other as their peer (migration 0020's `entity_peer`).
     await sql`
       INSERT INTO case_entities
-        (case_id, entity_id, tenant_id, entity_type, role, case_time, accepted_at, case_type, amount, currency)
-      SELECT id, entity_id, ${tenantId}::uuid, type, role, t, t, 'Transaction', amount, 'EUR'
-      FROM (SELECT h.id, e.id AS entity_id, e.type, 'sender' AS role, h.t, h.amount
-            FROM bench_history h JOIN bench_entity e ON e.type = 'customer' AND e.value = h.customer
+        (case_id, entity_id, tenant_id, entity_type, role, case_time, accepted_at, case_type, amount, currency, peers)
+      SELECT id, entity_id, ${tenantId}::uuid, type, role, t, t, 'Transaction', amount, 'EUR', ARRAY[peer]
+      FROM (SELECT h.id, c.id AS entity_id, c.type, 'sender' AS role, h.t, h.amount,
+                   entity_peer(i.id, i.type) AS peer
+            FROM bench_history h
+            JOIN bench_entity c ON c.type = 'customer' AND c.value = h.customer
+            JOIN bench_entity i ON i.type = 'iban' AND i.value = h.iban
             UNION ALL
-            SELECT h.id, e.id, e.type, 'receiver', h.t, h.amount
-            FROM bench_history h JOIN bench_entity e ON e.type = 'iban' AND e.value = h.iban) AS link
+            SELECT h.id, i.id, i.type, 'receiver', h.t, h.amount, entity_peer(c.id, c.type)
+            FROM bench_history h
+            JOIN bench_entity c ON c.type = 'customer' AND c.value = h.customer
+            JOIN bench_entity i ON i.type = 'iban' AND i.value = h.iban) AS link
       ORDER BY t, type`.execute(tx);
   });
   // The ids must be the service's own, or no live case would find its history.

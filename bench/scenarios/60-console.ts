@@ -133,8 +133,8 @@ const scenario: Scenario = {
         SELECT e, ${partner.tenantId}::uuid, 'customer', v
         FROM unnest(${entityIds}::uuid[], ${values}::text[]) AS u(e, v)`.execute(db.root);
       await sql`
-        INSERT INTO case_entities (case_id, entity_id, tenant_id, entity_type, role, case_time, case_type)
-        SELECT c.id, e.id, c.tenant_id, 'customer', 'subject', c.created_at, c.type
+        INSERT INTO case_entities (case_id, entity_id, tenant_id, entity_type, role, case_time, case_type, peers)
+        SELECT c.id, e.id, c.tenant_id, 'customer', 'subject', c.created_at, c.type, '{}'::uuid[]
         FROM cases c JOIN entities e ON e.tenant_id = c.tenant_id AND e.type = 'customer'
           AND e.value = c.external_customer_id
         WHERE c.tenant_id = ${partner.tenantId}::uuid`.execute(db.root);

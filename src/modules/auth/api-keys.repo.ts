@@ -1,4 +1,4 @@
-import { sql } from "kysely";
+import { type RawBuilder, sql } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
 
 export interface ApiKeyRow {
@@ -111,4 +111,18 @@ export async function touchApiKey(db: Executor, tenantId: string, keyId: string)
       ]),
     )
     .execute();
+}
+
+/**
+ * Whether a key is live (not deleted, not expired), as a condition for another module's write:
+ * a case's insert confirms the key its request was let in with (decision 0028).
+ */
+export function isLiveKey(
+  keyId: ReturnType<typeof sql.ref>,
+  tenantId: ReturnType<typeof sql.ref>,
+): RawBuilder<boolean> {
+  return sql<boolean>`EXISTS (
+    SELECT 1 FROM api_keys k
+    WHERE k.id = ${keyId} AND k.tenant_id = ${tenantId} AND k.deleted_at IS NULL
+      AND (k.expires_at IS NULL OR k.expires_at > now()))`;
 }

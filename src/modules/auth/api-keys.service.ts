@@ -45,6 +45,13 @@ export interface AuthenticatedKey {
   keyId: string;
   scopes: ReadonlySet<Scope>;
   rateLimit: RateLimit | null;
+  /**
+   * False when the key was let in from what the process saw of it earlier, on a route whose
+   * write confirms it (decision 0028): the write, or a lookup before the answer, makes it true.
+   */
+  confirmed: boolean;
+  /** The presented value's hash, to look the key up when it must be confirmed. */
+  readonly hash: Buffer;
 }
 
 function toView(row: ApiKeyRow): ApiKeyView {
@@ -158,17 +165,42 @@ function keyLookups(db: Db): Batcher<Buffer, ApiKeyRow | undefined> {
 }
 
 /**
- * Resolves a presented key value to its tenant and scopes. There is no cache: a key deleted a
- * moment ago is refused on the very next request, by every process.
+ * Keys this process found live, by hash, for routes whose write confirms the key (decision
+ * 0028). Nothing else is let in from here: every other request's key is looked up.
  */
-export async function authenticate(ctx: AppContext, value: string | undefined): Promise<AuthenticatedKey> {
+const seenKeys = new WeakMap<Db, Map<string, ApiKeyRow>>();
+/** Keys remembered per database before the memory starts again empty. */
+const SEEN_KEYS_LIMIT = 10_000;
+
+function seenKeysOf(db: Db): Map<string, ApiKeyRow> {
+  let seen = seenKeys.get(db);
+  if (!seen || seen.size >= SEEN_KEYS_LIMIT) {
+    seen = new Map();
+    seenKeys.set(db, seen);
+  }
+  return seen;
+}
+
+/**
+ * Resolves a presented key value to its tenant and scopes, looked up in the database: a key
+ * deleted a moment ago is refused on the very next request, by every process. With
+ * `confirmedByWrite` (a route whose write confirms the key in its own statement, and which looks
+ * it up before any other answer), a key this process found live before is let in unconfirmed.
+ */
+export async function authenticate(
+  ctx: AppContext,
+  value: string | undefined,
+  confirmedByWrite = false,
+): Promise<AuthenticatedKey> {
   if (!value) throw unauthorized("missing API key: send it in the X-API-Key header");
   const check = checkKeyValue(value, ctx.config.env);
   if (!check.ok) throw unauthorized(check.reason);
-  const row = await keyLookups(ctx.db).add(hashKeyValue(value));
-  if (!row) throw unauthorized("unknown API key");
+  const hash = hashKeyValue(value);
+  const seen = confirmedByWrite ? seenKeysOf(ctx.db).get(hash.toString("hex")) : undefined;
+  const row = seen ?? (await lookUpKey(ctx, hash));
   if (row.expires_at && row.expires_at <= new Date()) throw unauthorized("API key has expired");
   if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
+    row.last_used_at = new Date();
     touchApiKey(ctx.db.root, row.tenant_id, row.id).catch((err) =>
       ctx.log.warn({ err, keyId: row.id }, "recording key use failed"),
     );
@@ -179,5 +211,29 @@ export async function authenticate(ctx: AppContext, value: string | undefined): 
     keyId: row.id,
     scopes: new Set(row.scopes.filter(isScope)),
     rateLimit: view.rateLimit,
+    confirmed: seen === undefined,
+    hash,
   };
+}
+
+async function lookUpKey(ctx: AppContext, hash: Buffer): Promise<ApiKeyRow> {
+  const seen = seenKeysOf(ctx.db);
+  const row = await keyLookups(ctx.db).add(hash);
+  if (!row) {
+    seen.delete(hash.toString("hex"));
+    throw unauthorized("unknown API key");
+  }
+  seen.set(hash.toString("hex"), row);
+  return row;
+}
+
+/**
+ * Confirms a key let in unconfirmed by looking it up: throws 401 when it is no longer live (it
+ * was deleted or expired since the process last saw it).
+ */
+export async function confirmKey(ctx: AppContext, key: AuthenticatedKey): Promise<void> {
+  if (key.confirmed) return;
+  const row = await lookUpKey(ctx, key.hash);
+  if (row.expires_at && row.expires_at <= new Date()) throw unauthorized("API key has expired");
+  key.confirmed = true;
 }

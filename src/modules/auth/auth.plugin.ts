@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { AppContext } from "../../platform/context.js";
 import { safeEqual } from "../../platform/crypto.js";
 import { AppError } from "../../platform/errors.js";
-import { type AuthenticatedKey, authenticate } from "./api-keys.service.js";
+import { type AuthenticatedKey, authenticate, confirmKey } from "./api-keys.service.js";
 import { RateLimiter } from "./rate-limiter.js";
 import type { Scope } from "./scopes.js";
 
@@ -12,6 +12,12 @@ declare module "fastify" {
     scope?: Scope;
     /** An operator route: needs the admin bearer token. */
     admin?: boolean;
+    /**
+     * A partner route whose write confirms the key in its own statement (decision 0028): a key
+     * the process found live before is let in unconfirmed, and any answer but the confirmed
+     * write's waits for a lookup of the key (401 if it is gone).
+     */
+    keyConfirmedByWrite?: boolean;
   }
   interface FastifyRequest {
     apiKey?: AuthenticatedKey;
@@ -50,7 +56,11 @@ export function installAuth(app: FastifyInstance, ctx: AppContext): void {
     const scope = config?.scope;
     if (!scope) return;
     const raw = request.headers["x-api-key"];
-    const key = await authenticate(ctx, Array.isArray(raw) ? raw[0] : raw);
+    const key = await authenticate(
+      ctx,
+      Array.isArray(raw) ? raw[0] : raw,
+      config.keyConfirmedByWrite === true,
+    );
     if (!key.scopes.has(scope)) throw new AppError("forbidden", `API key lacks the ${scope} scope`);
     if (key.rateLimit) {
       const decision = limiter.take(key.keyId, key.rateLimit);
@@ -65,5 +75,20 @@ export function installAuth(app: FastifyInstance, ctx: AppContext): void {
       }
     }
     request.apiKey = key;
+  });
+  // A key let in unconfirmed whose write did not confirm it is looked up before the answer goes
+  // out: a key deleted since the process last saw it gets 401, whatever the route answered.
+  app.addHook("onSend", async (request, reply, payload) => {
+    const key = request.apiKey;
+    if (!key || key.confirmed) return payload;
+    try {
+      await confirmKey(ctx, key);
+      return payload;
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== "unauthenticated") throw err;
+      reply.removeHeader("ratelimit");
+      reply.code(401).header("content-type", "application/json; charset=utf-8");
+      return JSON.stringify({ error: err.message, code: err.code });
+    }
   });
 }

@@ -13,8 +13,16 @@ export const authModule: FeatureModule = {
 };
 
 export {
+  /** Whether a key is live, as a condition for another module's write that confirms it. */
+  isLiveKey,
+} from "./api-keys.repo.js";
+export {
   /** An API key as the operator API shows it (never its value). */
   type ApiKeyView,
+  /** The key a partner request was let in with. */
+  type AuthenticatedKey,
+  /** Looks up a key let in unconfirmed: 401 when it is no longer live. */
+  confirmKey,
   /** Issues an API key with scopes; its value is in the answer, once. */
   createApiKey,
   /** The tenant's API keys, without their values. */

@@ -9,6 +9,7 @@ import {
   updateRows,
 } from "../../platform/db/index.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
+import { isLiveKey } from "../auth/index.js";
 import { isCurrentVersion } from "../workflows/index.js";
 import type { CaseAcceptHook } from "./cases.seam.js";
 import type { CasesTable } from "./cases.tables.js";
@@ -43,6 +44,8 @@ export interface NewCase {
    * taken as current from what the process had seen, not read now (decision 0028).
    */
   confirmCurrent?: boolean;
+  /** Inserted only while this API key is live: the request was let in unconfirmed (decision 0028). */
+  confirmKeyId?: string;
 }
 
 function caseValues(c: NewCase) {
@@ -102,11 +105,12 @@ export async function insertCases(
         ${v.payload}::json, ${v.metadata}::json, ${v.external_customer_id}::text,
         ${v.event_timestamp}::timestamptz, ${v.idempotency_key}::text, ${v.dry_run}::boolean,
         ${v.current_node_id}::text, ${v.created_at}::timestamptz, ${c.claimSeconds ?? null}::int,
-        ${c.confirmCurrent === true}::boolean)`;
+        ${c.confirmCurrent === true}::boolean, ${c.confirmKeyId ?? null}::text)`;
     }),
   );
-  // A case on a version taken as current goes in only while it still is; one claimed for this
-  // process's starter goes in with its first run counted and its lease.
+  // A case on a version taken as current goes in only while it still is, and one whose request
+  // was let in on a key not looked up only while the key is live; one claimed for this process's
+  // starter goes in with its first run counted and its lease.
   const insert = sql`
     INSERT INTO cases (id, tenant_id, request_id, status, type, workflow_id, workflow_version,
       subject, payload, metadata, external_customer_id, event_timestamp, idempotency_key, dry_run,
@@ -118,9 +122,11 @@ export async function insertCases(
       now() + make_interval(secs => v.claim_seconds)
     FROM (VALUES ${values}) AS v (id, tenant_id, request_id, status, type, workflow_id,
       workflow_version, subject, payload, metadata, external_customer_id, event_timestamp,
-      idempotency_key, dry_run, current_node_id, created_at, claim_seconds, confirm_current)
-    WHERE NOT v.confirm_current
-      OR ${isCurrentVersion(sql.ref("v.tenant_id"), sql.ref("v.workflow_id"), sql.ref("v.workflow_version"))}
+      idempotency_key, dry_run, current_node_id, created_at, claim_seconds, confirm_current,
+      confirm_key_id)
+    WHERE (NOT v.confirm_current
+        OR ${isCurrentVersion(sql.ref("v.tenant_id"), sql.ref("v.workflow_id"), sql.ref("v.workflow_version"))})
+      AND (v.confirm_key_id IS NULL OR ${isLiveKey(sql.ref("v.confirm_key_id"), sql.ref("v.tenant_id"))})
     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
     RETURNING id, coalesce(event_timestamp, created_at) AS case_time, created_at`;
   // What other features write with the cases (their entities), in this one statement.

@@ -20,6 +20,7 @@ export function casesRoutes(app: App, ctx: AppContext): void {
     {
       config: {
         scope: "cases:write",
+        keyConfirmedByWrite: true,
         bodyProblems: (request) => submissionProblems(ctx, partnerOf(request).tenantId, request.body),
       },
       schema: {
@@ -36,7 +37,7 @@ export function casesRoutes(app: App, ctx: AppContext): void {
     async (request, reply) => {
       const key = partnerOf(request);
       const { tenantId: _ignored, ...input } = request.body;
-      const result = await submitCase(ctx, key.tenantId, input as CaseSubmissionInput, request.id);
+      const result = await submitCase(ctx, key, input as CaseSubmissionInput, request.id);
       return reply.status(result.created ? 201 : 200).send(result.body);
     },
   );

@@ -4,6 +4,7 @@ import type { AppContext } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
 import type { Db, Executor } from "../../platform/db/index.js";
 import { AppError, badRequest, describeProblems, type ErrorDetail, notFound } from "../../platform/errors.js";
+import { type AuthenticatedKey, confirmKey } from "../auth/index.js";
 import { CASE_TYPES, type CaseType } from "../case-model/index.js";
 import type { CompiledWorkflow } from "../workflows/index.js";
 import {
@@ -193,7 +194,7 @@ async function insertAndStart(
   prepared: Awaited<ReturnType<typeof prepare>>,
   requestId: string,
   dryRun: boolean,
-  confirmCurrent = false,
+  confirm: { confirmCurrent?: boolean; confirmKeyId?: string | undefined } = {},
 ): Promise<NewCase | undefined> {
   const { wf } = prepared;
   const kase: NewCase = {
@@ -212,7 +213,8 @@ async function insertAndStart(
     idempotencyKey: dryRun ? null : (input.idempotencyKey ?? null),
     dryRun,
     currentNodeId: wf.start,
-    confirmCurrent,
+    ...(confirm.confirmCurrent ? { confirmCurrent: true } : {}),
+    ...(confirm.confirmKeyId ? { confirmKeyId: confirm.confirmKeyId } : {}),
   };
   const inserted = await caseInserts(ctx).add(kase);
   return inserted ? kase : undefined;
@@ -226,13 +228,14 @@ async function insertAndStart(
  */
 export async function submitCase(
   ctx: AppContext,
-  tenantId: string,
+  key: AuthenticatedKey,
   input: CaseSubmissionInput,
   requestId: string,
 ): Promise<SubmissionResult> {
-  const key = input.idempotencyKey;
-  if (key !== undefined) {
-    const existing = await findCaseByIdempotencyKey(ctx.db.root, tenantId, key);
+  const { tenantId } = key;
+  const idempotencyKey = input.idempotencyKey;
+  if (idempotencyKey !== undefined) {
+    const existing = await findCaseByIdempotencyKey(ctx.db.root, tenantId, idempotencyKey);
     if (existing) return { created: false, body: submissionBody(existing) };
   }
   // The version is first taken from what this process has seen; if another was published since,
@@ -251,12 +254,24 @@ export async function submitCase(
       confirmCurrent = target.confirmCurrent;
       return target.wf;
     });
-    const kase = await insertAndStart(ctx, tenantId, input, prepared, requestId, false, confirmCurrent);
-    if (kase)
+    const confirmKeyId = key.confirmed ? undefined : key.keyId;
+    const kase = await insertAndStart(ctx, tenantId, input, prepared, requestId, false, {
+      confirmCurrent,
+      confirmKeyId,
+    });
+    if (kase) {
+      // The insert found the key live.
+      key.confirmed = true;
       return { created: true, body: { caseId: kase.id, requestId: kase.requestId, status: kase.status } };
-    const winner = key === undefined ? undefined : await findCaseByIdempotencyKey(ctx.db.root, tenantId, key);
+    }
+    const winner =
+      idempotencyKey === undefined
+        ? undefined
+        : await findCaseByIdempotencyKey(ctx.db.root, tenantId, idempotencyKey);
     if (winner) return { created: false, body: submissionBody(winner) };
-    if (!confirmCurrent)
+    // Refused for its key (401 if it is gone) or for its version: look both up and try again.
+    await confirmKey(ctx, key);
+    if (!confirmCurrent && confirmKeyId === undefined)
       throw new Error("a case insert was skipped without an idempotency key to explain it");
   }
 }

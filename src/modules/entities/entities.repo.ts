@@ -6,8 +6,17 @@ import { ENTITY_TYPES, entityId, entityKeysOf, normalizeValue, transactionAmount
 export type EntityRow = Row<"entities">;
 
 /**
+ * The most keys a case may have for its links to carry its other entities (`peers`, at most one
+ * fewer): a case with more has `peers` NULL, and a figure reads its links by primary key instead.
+ * It bounds what a case writes (its links times their peers grows with its keys squared) and keeps
+ * an index entry small. Migration 0020 fills existing links with the same bound.
+ */
+const PEERS_MAX_KEYS = 16;
+
+/**
  * What the statement that accepts cases writes for entities: each new key's entity (a key seen
- * before writes nothing), and one link per case and entity, for the cases it inserted. Dry-run
+ * before writes nothing), and one link per case and entity, for the cases it inserted, with the
+ * case's other entities (`entity_peer`, migration 0020) that a countDistinct figure counts. Dry-run
  * cases are not linked: they are not part of what the tenant knows.
  */
 export function entityWrites(cases: readonly AcceptedCase[]): RawBuilder<unknown> | undefined {
@@ -35,6 +44,12 @@ export function entityWrites(cases: readonly AcceptedCase[]): RawBuilder<unknown
   // each other in one order instead of deadlocking.
   return sql`
     entity_key (case_id, entity_id, tenant_id, type, value, role, case_type, amount, currency) AS (VALUES ${values}),
+    entity_peers AS (
+      SELECT case_id, array_agg(entity_peer(entity_id, type)) AS peers
+      FROM entity_key
+      GROUP BY case_id
+      HAVING count(*) <= ${PEERS_MAX_KEYS}
+    ),
     entity_new AS (
       INSERT INTO entities (id, tenant_id, type, value)
       SELECT DISTINCT k.entity_id, k.tenant_id, k.type, k.value
@@ -44,10 +59,10 @@ export function entityWrites(cases: readonly AcceptedCase[]): RawBuilder<unknown
     ),
     entity_link AS (
       INSERT INTO case_entities
-        (case_id, entity_id, tenant_id, entity_type, role, case_time, accepted_at, case_type, amount, currency)
+        (case_id, entity_id, tenant_id, entity_type, role, case_time, accepted_at, case_type, amount, currency, peers)
       SELECT k.case_id, k.entity_id, k.tenant_id, k.type, k.role, kase.case_time, kase.created_at,
-        k.case_type, k.amount, k.currency
-      FROM entity_key k JOIN kase ON kase.id = k.case_id
+        k.case_type, k.amount, k.currency, array_remove(p.peers, entity_peer(k.entity_id, k.type))
+      FROM entity_key k JOIN kase ON kase.id = k.case_id LEFT JOIN entity_peers p ON p.case_id = k.case_id
     )`;
 }
 

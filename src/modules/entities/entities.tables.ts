@@ -20,6 +20,8 @@ export interface CaseEntitiesTable {
   case_type: string;
   amount: number | null;
   currency: string | null;
+  /** The case's other entities as `entity_peer` gives them; NULL past PEERS_MAX_KEYS keys. */
+  peers: string[] | null;
 }
 
 /** Row types of the entities module's tables. */

@@ -6,7 +6,8 @@ import { entityId, entityKeysOf, transactionAmount } from "./keys.js";
 
 // History (contract section 7, "History: the aggregate node"): figures over the tenant's other
 // cases linked to this case's entities, each answered from the (entity_id, case_time) index of
-// `case_entities`, which carries the case facts a figure reads (decision 0021).
+// `case_entities`, which carries the case facts a figure reads and the case's other entities
+// (decision 0021).
 
 /** The functions a figure may compute. */
 export const AGGREGATE_FUNCTIONS = ["count", "countDistinct", "sum", "avg", "min", "max"] as const;
@@ -87,6 +88,28 @@ function figureQuery(
   const { currency } = transactionAmount(kase.subject);
   if (ids.length === 0 || (amountOf && currency === null)) return { value: empty ? 0 : null };
 
+  const cases = windowOf(db, kase, figure, ids, amountOf ? currency : null);
+  if (figure.function === "countDistinct") return { query: distinctQuery(cases, figure) };
+  // With several entities of type `by` a case may be linked through more than one: once each.
+  const rows =
+    ids.length === 1
+      ? cases.select(["l.case_id", "l.amount"])
+      : cases.select(["l.case_id", "l.amount"]).distinctOn("l.case_id");
+  return { query: sql`SELECT ${sql.raw(AGGREGATE_SQL[figure.function])} FROM (${rows}) c` };
+}
+
+/**
+ * The links of the figure's cases: those of this case's `by` entities in the window, accepted
+ * before this case, other than it, that pass the figure's filters (and, for an amount, carry one
+ * in this case's currency).
+ */
+function windowOf(
+  db: Executor,
+  kase: HistoryCase,
+  figure: Figure,
+  ids: readonly string[],
+  currency: string | null,
+) {
   let cases = db
     .selectFrom("case_entities as l")
     .where("l.entity_id", "in", ids)
@@ -95,30 +118,39 @@ function figureQuery(
     .where("l.accepted_at", "<", kase.createdAt)
     .where("l.case_id", "<>", kase.id);
   if (figure.caseType) cases = cases.where("l.case_type", "=", figure.caseType);
-  if (amountOf) cases = cases.where("l.currency", "=", currency).where("l.amount", "is not", null);
+  if (currency !== null) cases = cases.where("l.currency", "=", currency).where("l.amount", "is not", null);
   if (figure.decision)
     cases = cases.where("l.case_id", "in", casesDecided(db, kase.tenantId, figure.decision));
   if (figure.tag) cases = cases.where("l.case_id", "in", casesTagged(db, kase.tenantId, figure.tag));
+  return cases;
+}
 
-  if (figure.function === "countDistinct") {
-    // The entities of type `distinct` on those cases: each case's own links, probed by the links'
-    // primary key (`OFFSET 0` keeps the planner from turning 30,000 probes of a hot key into a
-    // scan of the whole table).
-    return {
-      query: sql`
-        SELECT count(DISTINCT o.entity_id)
-        FROM (${cases.select("l.case_id")}) c
-        CROSS JOIN LATERAL (
-          SELECT o.entity_id FROM case_entities o
-          WHERE o.case_id = c.case_id AND o.entity_type = ${figure.distinct as string}
-          OFFSET 0
-        ) o`,
-    };
-  }
-  // With several entities of type `by` a case may be linked through more than one: once each.
-  const rows =
-    ids.length === 1
-      ? cases.select(["l.case_id", "l.amount"])
-      : cases.select(["l.case_id", "l.amount"]).distinctOn("l.case_id");
-  return { query: sql`SELECT ${sql.raw(AGGREGATE_SQL[figure.function])} FROM (${rows}) c` };
+/** The uuids whose `entity_peer` of a type bound that type's peers (migration 0020). */
+const PEER_LOW = "00000000-0000-8000-8000-000000000000";
+const PEER_HIGH = "ffffffff-ffff-8fff-bfff-ffffffffffff";
+
+/**
+ * A countDistinct figure: the entities of type `distinct` on the window's cases, read from the
+ * `by` entities' own index range, whose links carry each case's other entities (`peers`) — the
+ * type's peers are one range of uuids. A case linked through several `by` entities gives its
+ * peers once each (counted distinct all the same). When `distinct` is the `by` type, the `by`
+ * entity itself is one of the case's entities of that type, and counts too. A case with more keys
+ * than a link carries peers of (`peers` NULL) has its links read by primary key.
+ */
+function distinctQuery(cases: ReturnType<typeof windowOf>, figure: Figure): RawBuilder<unknown> {
+  const type = figure.distinct as string;
+  const own = figure.by === type ? sql` || entity_peer(l.entity_id, ${type}::text)` : sql``;
+  const carried = cases
+    .where("l.peers", "is not", null)
+    .select(sql<string>`unnest(l.peers${own})`.as("peer"));
+  // Few links have no peers; the partial index case_entities_many_keys holds just those.
+  const read = cases
+    .where("l.peers", "is", null)
+    .innerJoin("case_entities as o", "o.case_id", "l.case_id")
+    .select(sql<string>`entity_peer(o.entity_id, o.entity_type)`.as("peer"));
+  return sql`
+    SELECT count(DISTINCT p.peer)
+    FROM (${carried} UNION ALL ${read}) p
+    WHERE p.peer BETWEEN entity_peer(${PEER_LOW}::uuid, ${type}::text)
+      AND entity_peer(${PEER_HIGH}::uuid, ${type}::text)`;
 }
