@@ -7,7 +7,7 @@ import { createPartner, type Partner } from "./support/fixtures.js";
 import { amountScreen, createWorkflow, eventsOf, kycSubject, waitForCase } from "./support/workflows.js";
 
 /**
- * Decisions 0024 and 0028: an evaluation its estimate gets wrong ends at the deadline on a
+ * Decisions 0024 and 0029: an evaluation its estimate gets wrong ends at the deadline on a
  * worker thread, and a tenant whose evaluations each run to the deadline does not hold the
  * other tenants' evaluations behind its own. The node budget here is far above what the
  * deadline allows, as an estimate that is wrong would be: a comprehension of 10,000 × 10,000

@@ -51,7 +51,7 @@ export interface ThreadPoolOptions {
  * `THREAD_READY` (loading it is not the task's time), then answers each message with one
  * message. Threads are unreferenced: an idle pool never keeps a process alive.
  *
- * Tasks wait per owner (a tenant), and owners take turns (decision 0028): a free thread takes
+ * Tasks wait per owner (a tenant), and owners take turns (decision 0029): a free thread takes
  * the next owner's oldest task, so one owner's backlog never stands in front of another's
  * task; no owner holds more than `perOwner` threads at once, even when the others are idle; and
  * an owner whose task ran past half its deadline (or to it) in the last `HELD_BACK_MS` is

@@ -13,7 +13,7 @@ const LOOKUP_ROUNDS = 8;
 /**
  * A tenant's evaluations waiting for a thread of this process (not yet on one) past which its
  * next `engine.evaluate` job is given back to the queue, to run a few deadlines later, rather
- * than hold a worker slot while it waits too (decision 0028). The worker's slots stay free for
+ * than hold a worker slot while it waits too (decision 0029). The worker's slots stay free for
  * the other tenants' jobs, their evaluations included. A tenant whose evaluations do not queue
  * up on the threads is never held to it.
  */

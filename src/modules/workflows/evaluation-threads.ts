@@ -10,7 +10,7 @@ import type { ExpressionResult, ExpressionTask } from "./workflow.expressions.js
  * 0024): expressions that passed their allowance on the event loop, and input-schema
  * validations whose patterns' work passed theirs. Past the deadline the thread is ended, which
  * stops even one long match, and the evaluation fails; the event loop never waits on it.
- * Tasks are queued per tenant, and tenants take turns (decision 0028).
+ * Tasks are queued per tenant, and tenants take turns (decision 0029).
  */
 
 export type ThreadTask = ({ type: "expression" } & ExpressionTask) | ({ type: "schema" } & SchemaTask);
