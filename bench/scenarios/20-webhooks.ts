@@ -17,9 +17,17 @@ import { threeNodeRules } from "../lib/workflows.js";
  * same run: the same service deciding the same cases for a tenant with no webhook configured, and
  * the bare INSERT server on the same kind of database.
  */
-const GOALS = { ofDecisions: 0.8, p99Ms: 100, transactions: 1.6, rows: 8, walKB: 8 };
+const GOALS = { ofDecisions: 0.8, p99Ms: 100, transactions: 1.6, rows: 8, walKB: 8, besideHanging: 2 };
 
-/** The partner's endpoint: answers 204 at once, and notes when each case's decision first arrived. */
+/** How long the hanging endpoint takes to answer, past the timeout its tenant configured. */
+const HANG_MS = 1500;
+const HANG_TIMEOUT_MS = 1000;
+
+/**
+ * The partners' endpoints: `/hook` answers 204 at once, `/hang` only after HANG_MS (past its
+ * tenant's timeout, so every attempt there holds its slot for the whole timeout and fails); each
+ * notes when each case's decision first arrived.
+ */
 class Receiver {
   /** Case id → when its `case.decided` first arrived (ms since the epoch, the service's clock). */
   readonly firstSeen = new Map<string, number>();
@@ -32,6 +40,13 @@ class Receiver {
       this.received++;
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { case_id?: string };
       if (body.case_id && !this.firstSeen.has(body.case_id)) this.firstSeen.set(body.case_id, at);
+      if (req.url?.startsWith("/hang")) {
+        const timer = setTimeout(() => {
+          if (!res.destroyed) res.writeHead(204).end();
+        }, HANG_MS);
+        res.once("close", () => clearTimeout(timer));
+        return;
+      }
       res.writeHead(204).end();
     });
   });
@@ -52,7 +67,11 @@ interface Tenant {
   headers: Record<string, string>;
 }
 
-async function tenant(server: BenchServer, webhookUrl: string | null): Promise<Tenant> {
+async function tenant(
+  server: BenchServer,
+  webhookUrl: string | null,
+  limits: { timeoutMs?: number; maxAttempts?: number } = {},
+): Promise<Tenant> {
   const partner = await server.partner({ scopes: ["cases:write", "cases:read"] });
   const base = `/admin/tenants/${partner.tenantId}/workflows/screen/versions`;
   await server.admin("POST", base, threeNodeRules);
@@ -62,6 +81,7 @@ async function tenant(server: BenchServer, webhookUrl: string | null): Promise<T
       url: webhookUrl,
       secrets: [{ id: "bench", secret: "whsec_bench_0123456789abcdef" }],
       activeSecretId: "bench",
+      ...limits,
     });
   }
   return { tenantId: partner.tenantId, headers: { ...partner.headers, "content-type": "application/json" } };
@@ -266,6 +286,54 @@ const scenario: Scenario = {
               `case — ${met ? "met" : "MISSED"}`,
           );
         }
+
+        // Isolation: the healthy tenant at half the rate, beside a companion tenant sending a tenth
+        // of that; the companion's endpoint answers at once in one round and hangs past its
+        // timeout in the other. The healthy tenant's p99 from submission to receipt in each.
+        const quick = await tenant(server, hookUrl);
+        const hanging = await tenant(server, hookUrl.replace("/hook", "/hang"), {
+          timeoutMs: HANG_TIMEOUT_MS,
+          maxAttempts: 3,
+        });
+        const besideP99 = async (companion: Tenant): Promise<number> => {
+          const p99s: number[] = [];
+          for (let pass = 1; pass <= ctx.settings.repeats; pass++) {
+            const from = new Date();
+            const load = (t: Tenant, rate: number) =>
+              paced({
+                url: `${server.url}/cases`,
+                method: "POST",
+                headers: t.headers,
+                body: submission,
+                connections: 16,
+                rate,
+                seconds: ctx.settings.durationSeconds,
+              });
+            await Promise.all([load(hooked, half), load(companion, Math.max(5, Math.round(half / 10)))]);
+            await drained(server, hooked.tenantId);
+            const cases = await casesOf(server, hooked.tenantId, from, new Date());
+            await allReceived(receiver, cases);
+            p99s.push(deliveriesOf(receiver, cases).p99Ms);
+          }
+          return median(p99s);
+        };
+        const withQuick = await besideP99(quick);
+        const withHanging = await besideP99(hanging);
+        const besideRatio = withHanging / withQuick;
+        rows.push(
+          {
+            name: `healthy tenant at ${half}/s beside a tenant whose endpoint answers at once (${database})`,
+            figures: { "p99 ms": round(withQuick) },
+          },
+          {
+            name: `the same beside a tenant whose endpoint hangs past its timeout (${database})`,
+            figures: { "p99 ms": round(withHanging) },
+          },
+        );
+        notes.push(
+          `${database}: the healthy tenant's p99 beside a hanging endpoint ${round(besideRatio)}× its p99 beside a quick one ` +
+            `(goal < ${GOALS.besideHanging}×: ${besideRatio < GOALS.besideHanging ? "met" : "missed"})`,
+        );
         await server.stop();
       }
       notes.push(

@@ -134,6 +134,9 @@ export async function runBacktest(ctx: AppContext, payload: BacktestPayload): Pr
     if (!chosen) return;
   }
   let after = 0;
+  // A batch's results are written while the next batch is read and replayed: the writes of one
+  // and the reads and evaluation of the other overlap, in the order of the batches.
+  let recording: Promise<boolean> | undefined;
   for (;;) {
     const began = performance.now();
     const batch = await pendingCases(db, backtestId, after, BACKTEST_BATCH);
@@ -158,7 +161,8 @@ export async function runBacktest(ctx: AppContext, payload: BacktestPayload): Pr
       ordinal: b.ordinal,
       r: replayed.get(b.case_id) ?? missingCase(b.case_id),
     }));
-    const going = await ctx.db.transaction(async (tx) => {
+    if (recording && !(await recording)) return;
+    recording = ctx.db.transaction(async (tx) => {
       const locked = await lockBacktest(tx, tenantId, backtestId);
       if (locked?.status !== "running") return false;
       const recorded = await recordResults(
@@ -176,9 +180,11 @@ export async function runBacktest(ctx: AppContext, payload: BacktestPayload): Pr
       });
       return !finished;
     });
-    if (!going) return;
+    // Awaited before the next batch is written, or after the last; a failure is thrown there.
+    recording.catch(() => {});
     await giveWay(ctx, performance.now() - began);
   }
+  if (recording && !(await recording)) return;
   // Every case was recorded by an earlier run of the job, which died before it could say so.
   await ctx.db.transaction(async (tx) => {
     const locked = await lockBacktest(tx, tenantId, backtestId);
