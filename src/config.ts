@@ -35,6 +35,8 @@ export interface Config {
   readonly caseCrashLimit: number;
   /** Wall-clock time one node's expressions, or one payload's input-schema validation, may take. */
   readonly evaluationDeadlineMs: number;
+  /** Units the expressions of one node evaluation may spend (decision 0013). */
+  readonly evaluationBudget: number;
   /** Webhook attempts in flight per process, on a worker of their own beside the general one. */
   readonly webhookConcurrency: number;
   /** Webhook attempts in flight per process to one endpoint (a tenant's webhook configuration). */
@@ -230,6 +232,12 @@ export function loadConfig(env: Env = process.env): Config {
     jobPollMs: read(env, { name: "CDS_JOB_POLL_MS", parse: integer(10, 60000) }, 1000),
     caseCrashLimit: read(env, { name: "CDS_CASE_CRASH_LIMIT", parse: integer(1, 100) }, 3),
     evaluationDeadlineMs: read(env, { name: "CDS_EVALUATION_DEADLINE_MS", parse: integer(10, 60000) }, 250),
+    evaluationBudget: read(
+      env,
+      { name: "CDS_EVALUATION_BUDGET", parse: integer(1000, 1_000_000_000_000) },
+      // EVALUATION_BUDGET of workflows/workflow.expressions.ts
+      50_000,
+    ),
     webhookConcurrency: read(env, { name: "CDS_WEBHOOK_CONCURRENCY", parse: integer(1, 10000) }, 128),
     webhookEndpointConcurrency: read(
       env,

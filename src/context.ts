@@ -2,7 +2,7 @@ import type { Config } from "./config.js";
 import { caseSeamOf } from "./modules/cases/index.js";
 import { consoleSeamOf } from "./modules/console/index.js";
 import { featureModules } from "./modules/index.js";
-import { listSourceOf, NodeTypes } from "./modules/workflows/index.js";
+import { listSourceOf, NodeTypes, setEvaluationBudget } from "./modules/workflows/index.js";
 import type { FeatureModule } from "./platform/app-types.js";
 import { type BlobStore, createBlobStore } from "./platform/blobs/index.js";
 import type { AppContext } from "./platform/context.js";
@@ -28,6 +28,7 @@ export function createAppContext(
   parts: { config: Config; db: Db; log: Logger; blobs?: BlobStore },
   features: readonly FeatureModule[] = featureModules,
 ): AppContext {
+  setEvaluationBudget(parts.config.evaluationBudget);
   return {
     config: parts.config,
     db: parts.db,

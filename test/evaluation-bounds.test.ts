@@ -274,3 +274,69 @@ describe("definition limits", () => {
     ]);
   });
 });
+
+describe("built-in operations are paid for by what they cost", () => {
+  it("duration() takes at most 64 characters: a longer literal is refused at creation, a longer payload text fails the case", async () => {
+    const literal = await createVersion(
+      "long-duration",
+      oneRule(`duration("${"1".repeat(65)}") > duration("1s")`),
+    );
+    expect(literal.statusCode, literal.body).toBe(400);
+    expect(literal.json().details).toEqual([
+      expect.objectContaining({
+        path: "nodes[0].rules[0].when",
+        message: expect.stringContaining("duration() takes a text of at most 64 characters; this one has 65"),
+      }),
+    ]);
+
+    await createWorkflow(
+      h.app,
+      partner.tenantId,
+      "duration",
+      oneRule('duration(payload.s) > duration("1s")'),
+    );
+    // cel-js parses a run of digits with no unit in time cubic in its length: hours for these.
+    const digits = await settle("duration", { s: "1".repeat(20_000) });
+    expect(digits.status).toBe("failed");
+    expect(digits.error.message).toContain(
+      "duration() takes a text of at most 64 characters; this one has 20000",
+    );
+    const fine = await settle("duration", { s: "1h30m" });
+    expect(fine.status).toBe("decided");
+    expect(fine.result.decision.value).toBe("approved");
+  });
+
+  it("`x in list` pays for each element it may compare, as deep as x: past the budget it fails the case", async () => {
+    await createWorkflow(h.app, partner.tenantId, "member", oneRule("payload.x in payload.l"));
+    const numbers = (n: number) => Array.from({ length: n }, (_, i) => i);
+    // 60,000 comparisons: over one node's budget (the list's read alone is 7,500 units).
+    const long = await settle("member", { x: -1, l: numbers(60_000) });
+    expect(long.status).toBe("failed");
+    expect(long.error.message).toContain("exceeded the evaluation budget");
+    const short = await settle("member", { x: 999, l: numbers(1_000) });
+    expect(short.status).toBe("decided");
+    expect(short.result.decision.value).toBe("approved");
+
+    await createWorkflow(h.app, partner.tenantId, "member-map", oneRule('{"a": payload.x} in payload.l'));
+    // 12,000 maps, each compared as deep as the one looked for: 5 units an element.
+    const maps = (n: number) => Array.from({ length: n }, (_, i) => ({ a: i }));
+    const deep = await settle("member-map", { x: -1, l: maps(12_000) });
+    expect(deep.status).toBe("failed");
+    expect(deep.error.message).toContain("exceeded the evaluation budget");
+    const shallow = await settle("member-map", { x: 5, l: maps(1_000) });
+    expect(shallow.status).toBe("decided");
+    expect(shallow.result.decision.value).toBe("approved");
+  });
+
+  it("`a == b` pays for the values of the smaller side: comparing large structures twice fails the case", async () => {
+    await createWorkflow(h.app, partner.tenantId, "equal", oneRule("[1, 2].all(i, payload.a == payload.b)"));
+    // 40,000 values on each side (20,000 lists of one number): 80,000 units for two comparisons.
+    const nested = (n: number) => Array.from({ length: n }, (_, i) => [i]);
+    const large = await settle("equal", { a: nested(20_000), b: nested(20_000) });
+    expect(large.status).toBe("failed");
+    expect(large.error.message).toContain("exceeded the evaluation budget");
+    const small = await settle("equal", { a: nested(100), b: nested(100) });
+    expect(small.status).toBe("decided");
+    expect(small.result.decision.value).toBe("approved");
+  });
+});

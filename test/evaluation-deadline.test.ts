@@ -2,26 +2,23 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createPartner, type Partner } from "./support/fixtures.js";
-import { amountScreen, createWorkflow, eventsOf, kycSubject, waitForCase } from "./support/workflows.js";
+import { createWorkflow, eventsOf, kycSubject, waitForCase } from "./support/workflows.js";
 
 /**
- * Decision 0024: evaluation the cost estimate gets wrong still ends within a wall-clock deadline,
- * on a worker thread, while the event loop goes on serving other tenants; evaluation that is
- * merely long moves to a thread and gives the outcome it would have given inline.
+ * Decision 0024: evaluation that is merely long moves to a thread and gives the outcome it would
+ * have given inline. (An evaluation its estimate gets wrong ends at the deadline: see
+ * evaluation-fairness.test.ts, whose budget is far above what the deadline allows.)
  */
 
-/** Far above what the budget allows (milliseconds), so that only the wrong estimate reaches it, even on a slow machine. */
-const DEADLINE_MS = 5_000;
+/** Far above what the budget allows (a few milliseconds), so that a slow machine does not reach it. */
+const DEADLINE_MS = 1_000;
 let h: TestApp;
 let hostile: Partner;
-let ordinary: Partner;
 
 beforeAll(async () => {
   h = await createTestApp({ evaluationDeadlineMs: DEADLINE_MS });
   await h.startWorker();
   hostile = await createPartner(h.app);
-  ordinary = await createPartner(h.app);
-  await createWorkflow(h.app, ordinary.tenantId, "screen", amountScreen);
 });
 afterAll(async () => h?.close());
 
@@ -54,40 +51,6 @@ async function created(partner: Partner, workflowId: string, payload: unknown): 
   expect(res.statusCode, res.body).toBe(201);
   return res.json().caseId as string;
 }
-
-describe("an evaluation its estimate gets wrong", () => {
-  it("fails its case at the deadline, while another tenant's case is decided and /health answers", async () => {
-    // cel-js parses duration() with a backtracking regular expression: a string of digits with
-    // no unit takes time cubic in its length, and is charged as one call and the string read.
-    await createWorkflow(h.app, hostile.tenantId, "slow", oneRule('duration(payload.s) == duration("1s")'));
-    // 20,000 digits: hours of backtracking, charged as a few hundred units.
-    const slow = await created(hostile, "slow", { s: "1".repeat(20_000) });
-    const other = await created(ordinary, "screen", { amount: 50 });
-
-    let healthWhileRunning = 0;
-    for (;;) {
-      const health = await h.app.inject({ url: "/health" });
-      expect(health.statusCode).toBe(200);
-      const { status } = (await h.app.inject({ url: `/cases/${slow}`, headers: hostile.headers })).json();
-      if (!["received", "running"].includes(status)) break;
-      healthWhileRunning++;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    // The event loop answered while the evaluation ran: it ran elsewhere.
-    expect(healthWhileRunning).toBeGreaterThan(0);
-
-    const failed = await waitForCase(h.app, hostile.headers, slow);
-    expect(failed.status).toBe("failed");
-    const events = await eventsOf(h.ctx, slow);
-    expect(events.map((e) => e.event_type)).toEqual(["case.failed"]);
-    expect(JSON.stringify(events[0]?.payload)).toContain(
-      `did not finish within the evaluation deadline of ${DEADLINE_MS} ms`,
-    );
-    const decided = await waitForCase(h.app, ordinary.headers, other);
-    expect(decided.status).toBe("decided");
-    expect(decided.result.decision.value).toBe("approved");
-  });
-});
 
 describe("an evaluation that moves to a thread", () => {
   it("gives the outcome it gives on the event loop, outputs and trace included", async () => {
@@ -210,7 +173,7 @@ describe("an evaluation that moves to a thread", () => {
     expect(trace.trace[0].attributes).toEqual({ tier: "gold" });
   });
 
-  it("a comprehension over a 10,000-element list ends on the budget, on a thread", async () => {
+  it("a comprehension over a 100,000-element list ends on the budget, on a thread, at once", async () => {
     await createWorkflow(
       h.app,
       hostile.tenantId,
@@ -220,10 +183,12 @@ describe("an evaluation that moves to a thread", () => {
     const res = await waitForCase(
       h.app,
       hostile.headers,
-      await created(hostile, "big-list", { l: Array.from({ length: 10_000 }, (_, i) => i), s: "" }),
+      await created(hostile, "big-list", { l: Array.from({ length: 100_000 }, (_, i) => i), s: "" }),
     );
     expect(res.status).toBe("failed");
     const events = await eventsOf(h.ctx, res.caseId);
+    // Not the deadline: all() absorbs an element's error and goes on with the next, but not once
+    // the budget is spent (each of the other 99,960 elements once threw the budget's error again).
     expect(JSON.stringify(events[0]?.payload)).toContain("exceeded the evaluation budget");
   });
 });

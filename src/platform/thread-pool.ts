@@ -12,6 +12,8 @@ export class DeadlineExceeded extends Error {
 interface Queued<T, R> {
   task: T;
   deadlineMs: number;
+  /** Whose task it is (a tenant): tasks are queued, shared out and held back per owner. */
+  owner: string;
   resolve(result: R): void;
   reject(err: unknown): void;
 }
@@ -29,50 +31,133 @@ const THREAD_HEAP_MB = 256;
 export const THREAD_READY = "ready";
 
 /**
+ * How long an owner whose task ran past half its deadline (or to it, or killed its thread) is
+ * served after every other owner with tasks waiting.
+ */
+export const HELD_BACK_MS = 10_000;
+
+export interface ThreadPoolOptions {
+  /** Threads at most; by default one per core beyond the first, at most four. */
+  size?: number;
+  /** Threads one owner may hold at once; by default half the threads, rounded up. */
+  perOwner?: number;
+}
+
+/**
  * A few worker threads (node:worker_threads) that run one task each at a time, each task with a
  * wall-clock deadline counted from when a thread takes it: past it the thread is terminated,
  * which interrupts even a single long synchronous call, and the task fails with
- * `DeadlineExceeded`. Tasks wait in order for a free thread. The script first posts
+ * `DeadlineExceeded`. The script first posts
  * `THREAD_READY` (loading it is not the task's time), then answers each message with one
  * message. Threads are unreferenced: an idle pool never keeps a process alive.
+ *
+ * Tasks wait per owner (a tenant), and owners take turns (decision 0029): a free thread takes
+ * the next owner's oldest task, so one owner's backlog never stands in front of another's
+ * task; no owner holds more than `perOwner` threads at once, even when the others are idle; and
+ * an owner whose task ran past half its deadline (or to it) in the last `HELD_BACK_MS` is
+ * served only when no other owner waits. Everything is per process and in memory.
  *
  * Run from TypeScript sources (development and tests), the script is a `.ts` file and its
  * thread loads it through tsx, as the process does; from `dist/`, it is plain JavaScript.
  */
 export class ThreadPool<T, R> {
   readonly #slots: Slot[] = [];
-  readonly #queue: Queued<T, R>[] = [];
+  /** Waiting tasks by owner; the map's order is the owners' turns (an owner served goes last). */
+  readonly #queues = new Map<string, Queued<T, R>[]>();
+  /** Tasks on threads, by owner. */
+  readonly #running = new Map<string, number>();
+  /** Owners held back, until when (`performance.now()`). */
+  readonly #heldBack = new Map<string, number>();
+  readonly #size: number;
+  readonly #perOwner: number;
   #closed = false;
 
   constructor(
     private readonly script: URL,
-    private readonly size = defaultThreads(),
-  ) {}
+    options: ThreadPoolOptions = {},
+  ) {
+    this.#size = options.size ?? defaultThreads();
+    this.#perOwner = Math.max(1, options.perOwner ?? Math.ceil(this.#size / 2));
+  }
 
-  run(task: T, deadlineMs: number): Promise<R> {
+  run(task: T, deadlineMs: number, owner = ""): Promise<R> {
     if (this.#closed) return Promise.reject(new Error("the thread pool is closed"));
     return new Promise<R>((resolve, reject) => {
-      this.#queue.push({ task, deadlineMs, resolve, reject });
+      const queue = this.#queues.get(owner);
+      const job = { task, deadlineMs, owner, resolve, reject };
+      if (queue) queue.push(job);
+      else this.#queues.set(owner, [job]);
       this.#drain();
     });
+  }
+
+  /** The owner's tasks waiting for a thread or on one. */
+  pending(owner: string): number {
+    return this.waiting(owner) + (this.#running.get(owner) ?? 0);
+  }
+
+  /** The owner's tasks waiting for a thread. */
+  waiting(owner: string): number {
+    return this.#queues.get(owner)?.length ?? 0;
   }
 
   /** Ends every thread; tasks still waiting fail. */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const q of this.#queue.splice(0)) q.reject(new Error("the thread pool is closed"));
+    for (const q of this.#takeAll()) q.reject(new Error("the thread pool is closed"));
     await Promise.all(this.#slots.splice(0).map((s) => s.worker.terminate()));
   }
 
+  #takeAll(): Queued<T, R>[] {
+    const all = [...this.#queues.values()].flat();
+    this.#queues.clear();
+    return all;
+  }
+
+  /**
+   * The next task to run: the oldest of the first owner in turn below its share of threads, one
+   * not held back if there is one. Its owner's turn goes to the end.
+   */
+  #next(): Queued<T, R> | undefined {
+    const now = performance.now();
+    let chosen: string | undefined;
+    for (const owner of this.#queues.keys()) {
+      if ((this.#running.get(owner) ?? 0) >= this.#perOwner) continue;
+      const until = this.#heldBack.get(owner);
+      if (until !== undefined && until <= now) this.#heldBack.delete(owner);
+      if (until === undefined || until <= now) {
+        chosen = owner;
+        break;
+      }
+      chosen ??= owner;
+    }
+    if (chosen === undefined) return undefined;
+    const queue = this.#queues.get(chosen) as Queued<T, R>[];
+    const job = queue.shift() as Queued<T, R>;
+    this.#queues.delete(chosen);
+    if (queue.length > 0) this.#queues.set(chosen, queue);
+    return job;
+  }
+
+  /** Tasks some thread could take now (their owners below their share). */
+  #runnable(): number {
+    let n = 0;
+    for (const [owner, queue] of this.#queues)
+      n += Math.min(queue.length, Math.max(0, this.#perOwner - (this.#running.get(owner) ?? 0)));
+    return n;
+  }
+
   #drain(): void {
-    while (this.#queue.length > 0) {
+    while (this.#queues.size > 0) {
       const slot = this.#slots.find((s) => s.state === "free");
       if (!slot) {
         const starting = this.#slots.filter((s) => s.state === "starting").length;
-        if (this.#slots.length < this.size && starting < this.#queue.length) this.#spawn();
+        if (this.#slots.length < this.#size && starting < this.#runnable()) this.#spawn();
         return;
       }
-      this.#start(slot, this.#queue.shift() as Queued<T, R>);
+      const job = this.#next();
+      if (!job) return;
+      this.#start(slot, job);
     }
   }
 
@@ -94,7 +179,7 @@ export class ThreadPool<T, R> {
     const lost = (err: unknown) => {
       this.#remove(slot);
       // A thread that cannot even start fails what waits, rather than respawning forever.
-      for (const q of this.#queue.splice(0)) q.reject(err);
+      for (const q of this.#takeAll()) q.reject(err);
     };
     const onExit = (code: number) =>
       lost(new Error(`an evaluation thread exited with code ${code} while starting`));
@@ -117,27 +202,37 @@ export class ThreadPool<T, R> {
   #start(slot: Slot, job: Queued<T, R>): void {
     slot.state = "busy";
     const { worker } = slot;
-    const settle = () => {
+    const { owner } = job;
+    this.#running.set(owner, (this.#running.get(owner) ?? 0) + 1);
+    const started = performance.now();
+    /** `ended`: the thread was terminated or died under the task. */
+    const settle = (ended: boolean) => {
       clearTimeout(timer);
       worker.off("message", onMessage);
       worker.off("error", onError);
       worker.off("exit", onExit);
+      const left = (this.#running.get(owner) ?? 1) - 1;
+      if (left > 0) this.#running.set(owner, left);
+      else this.#running.delete(owner);
+      const now = performance.now();
+      // Half its deadline or more, or its thread ended: the owner's next tasks wait for others'.
+      if (ended || now - started >= job.deadlineMs / 2) this.#holdBack(owner, now);
     };
     const onMessage = (result: R) => {
-      settle();
+      settle(false);
       slot.state = "free";
       job.resolve(result);
       this.#drain();
     };
     const onError = (err: unknown) => {
-      settle();
+      settle(true);
       this.#remove(slot);
       job.reject(err);
       this.#drain();
     };
     const onExit = (code: number) => onError(new Error(`an evaluation thread exited with code ${code}`));
     const timer = setTimeout(() => {
-      settle();
+      settle(true);
       this.#remove(slot);
       job.reject(new DeadlineExceeded(job.deadlineMs));
       this.#drain();
@@ -146,6 +241,12 @@ export class ThreadPool<T, R> {
     worker.on("error", onError);
     worker.on("exit", onExit);
     worker.postMessage(job.task);
+  }
+
+  #holdBack(owner: string, now: number): void {
+    this.#heldBack.set(owner, now + HELD_BACK_MS);
+    // Bounded by the owners seen in the last HELD_BACK_MS: the expired go when one is added.
+    for (const [o, until] of this.#heldBack) if (until <= now) this.#heldBack.delete(o);
   }
 }
 

@@ -1,14 +1,25 @@
 import type { AppContext } from "../../platform/context.js";
-import { type ClaimedJob, deleteJob } from "../../platform/jobs.js";
+import { type ClaimedJob, deleteJob, RescheduleJob } from "../../platform/jobs.js";
 import { getAttributesOf } from "../attributes/index.js";
 import { findCase, lockCase } from "../cases/index.js";
-import { evaluateOnThread, ListLookups, Offloads } from "../workflows/index.js";
+import { evaluateOnThread, ListLookups, Offloads, waitingForThreads } from "../workflows/index.js";
 import { liveLists, lookUp, runChain } from "./chain.js";
 import { commit, variablesOf, workflowOf } from "./plan.js";
 import { type EvaluationJobPayload, isCurrentStep } from "./step-jobs.js";
 
 /** How many rounds of list lookups the thread's evaluation may ask for. */
 const LOOKUP_ROUNDS = 8;
+
+/**
+ * A tenant's evaluations waiting for a thread of this process (not yet on one) past which its
+ * next `engine.evaluate` job is given back to the queue, to run a few deadlines later, rather
+ * than hold a worker slot while it waits too (decision 0029). The worker's slots stay free for
+ * the other tenants' jobs, their evaluations included. A tenant whose evaluations do not queue
+ * up on the threads is never held to it.
+ */
+export const WAITING_PER_TENANT = 4;
+/** How many evaluation deadlines later a job given back runs again. */
+const GIVEN_BACK_DEADLINES = 4;
 
 /**
  * Runs a node's expression that passed its allowance on the event loop (the `engine.evaluate`
@@ -31,8 +42,16 @@ export async function runEvaluationStep(
   const lookups = new ListLookups();
   for (const a of step.answers) lookups.learn(a.list, a.value, a.found);
   const offloads = Offloads.of(step.results);
+  // Checked just before the evaluation joins the queue, in the same turn of the event loop.
+  if (waitingForThreads(step.tenantId) >= WAITING_PER_TENANT) {
+    throw new RescheduleJob(
+      GIVEN_BACK_DEADLINES * ctx.config.evaluationDeadlineMs,
+      "the tenant's evaluations already wait for a thread",
+    );
+  }
   for (let round = 0; ; round++) {
     const result = await evaluateOnThread(
+      step.tenantId,
       { ...expression, variables, answers: lookups.read() },
       ctx.config.evaluationDeadlineMs,
     );

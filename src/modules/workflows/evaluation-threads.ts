@@ -10,6 +10,7 @@ import type { ExpressionResult, ExpressionTask } from "./workflow.expressions.js
  * 0024): expressions that passed their allowance on the event loop, and input-schema
  * validations whose patterns' work passed theirs. Past the deadline the thread is ended, which
  * stops even one long match, and the evaluation fails; the event loop never waits on it.
+ * Tasks are queued per tenant, and tenants take turns (decision 0029).
  */
 
 export type ThreadTask = ({ type: "expression" } & ExpressionTask) | ({ type: "schema" } & SchemaTask);
@@ -28,10 +29,24 @@ function overrun(deadlineMs: number): string {
   return `did not finish within the evaluation deadline of ${deadlineMs} ms`;
 }
 
+/** The tenant's evaluations waiting for a thread of this process, or on one. */
+export function pendingOnThreads(tenantId: string): number {
+  return pool?.pending(tenantId) ?? 0;
+}
+
+/** The tenant's evaluations waiting for a thread of this process. */
+export function waitingForThreads(tenantId: string): number {
+  return pool?.waiting(tenantId) ?? 0;
+}
+
 /** An expression's evaluation on a thread; past the deadline, a failure saying so. */
-export async function evaluateOnThread(task: ExpressionTask, deadlineMs: number): Promise<ExpressionResult> {
+export async function evaluateOnThread(
+  tenantId: string,
+  task: ExpressionTask,
+  deadlineMs: number,
+): Promise<ExpressionResult> {
   try {
-    return (await threads().run({ type: "expression", ...task }, deadlineMs)) as ExpressionResult;
+    return (await threads().run({ type: "expression", ...task }, deadlineMs, tenantId)) as ExpressionResult;
   } catch (err) {
     if (err instanceof DeadlineExceeded) return { spent: 0, missing: [], error: overrun(deadlineMs) };
     // The thread died under it (out of memory, say): the expression's doing, not the job's.
@@ -40,9 +55,13 @@ export async function evaluateOnThread(task: ExpressionTask, deadlineMs: number)
 }
 
 /** An input schema's validation of a payload on a thread; past the deadline, one problem saying so. */
-export async function validateOnThread(task: SchemaTask, deadlineMs: number): Promise<ErrorDetail[]> {
+export async function validateOnThread(
+  tenantId: string,
+  task: SchemaTask,
+  deadlineMs: number,
+): Promise<ErrorDetail[]> {
   try {
-    return (await threads().run({ type: "schema", ...task }, deadlineMs)) as ErrorDetail[];
+    return (await threads().run({ type: "schema", ...task }, deadlineMs, tenantId)) as ErrorDetail[];
   } catch (err) {
     const why =
       err instanceof DeadlineExceeded ? overrun(deadlineMs) : `stopped its thread: ${(err as Error).message}`;

@@ -10,8 +10,8 @@ export const workflowsModule = feature("workflows", {
 
 /** The trace in words, one line per fact, each node as its node type describes it. */
 export { describeTrace } from "./describe-trace.js";
-/** Evaluates an expression on a thread under a deadline (decision 0024). */
-export { evaluateOnThread } from "./evaluation-threads.js";
+/** Evaluates an expression on a thread under a deadline (decision 0024); a tenant's evaluations there. */
+export { evaluateOnThread, pendingOnThreads, waitingForThreads } from "./evaluation-threads.js";
 /** The catalogue of node types a process runs workflows with, built from the features' lists. */
 export {
   /** A compiled node: its id, its type, and whatever its node type compiled it to. */
@@ -83,6 +83,8 @@ export {
   type OffloadEntry,
   /** The expressions of one node evaluation evaluated on a thread, and the one that asks to be. */
   Offloads,
+  /** Sets the units one node evaluation may spend in this process (`CDS_EVALUATION_BUDGET`). */
+  setEvaluationBudget,
   /** An evaluation that passed its allowance on the event loop: evaluate on a thread and again. */
   ThreadNeeded,
   /** An expression handed over to a thread, with the budget it had and the nodes it saw. */

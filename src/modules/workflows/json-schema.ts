@@ -56,7 +56,7 @@ export const ON_THREAD = Symbol("on a thread");
  * Runs a compiled input schema against a payload with its patterns' work bounded: past
  * `REGEX_LIMITS.schemaWork` (program size × text length, summed), the payload is refused with
  * one problem saying so instead of being matched on. With a smaller `allowance`, passing it
- * answers `ON_THREAD` instead.
+ * answers `ON_THREAD` instead, unless the work counted is past the whole allowance already.
  */
 export function validateBounded(
   validate: ValidateFunction,
@@ -65,12 +65,16 @@ export function validateBounded(
   allowance: number = REGEX_LIMITS.schemaWork,
 ): ErrorDetail[] | typeof ON_THREAD {
   const outer = work;
-  work = { left: allowance };
+  const mine = { left: allowance };
+  work = mine;
   try {
     return validate(payload) ? [] : detailsOf(validate.errors ?? [], root);
   } catch (err) {
     if (!(err instanceof PatternWorkExceeded)) throw err;
-    if (allowance < REGEX_LIMITS.schemaWork) return ON_THREAD;
+    // Work counted already past the whole allowance (one long string does it before its match
+    // runs) is refused here: a thread would refuse it too, after a copy of the payload.
+    if (allowance < REGEX_LIMITS.schemaWork && allowance - mine.left <= REGEX_LIMITS.schemaWork)
+      return ON_THREAD;
     return [
       {
         path: root,

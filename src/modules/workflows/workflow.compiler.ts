@@ -55,7 +55,7 @@ export function compileWorkflow(
       const inline = validateBounded(validate, payload, "payload", INLINE_SCHEMA_WORK);
       if (inline !== ON_THREAD) return inline;
       const version = `${key.tenantId}/${key.workflowId}/${key.version}`;
-      return validateOnThread({ version, schema: definition.inputSchema, payload }, deadlineMs);
+      return validateOnThread(key.tenantId, { version, schema: definition.inputSchema, payload }, deadlineMs);
     },
   });
 }

@@ -29,8 +29,16 @@ import {
  * past it the expression fails, and so does the case. `matches()` runs on RE2 (linear time).
  */
 
-/** Units one node evaluation may spend (about 2 ms of one core; see decision 0013). */
+/** Units one node evaluation may spend by default (about 2 ms of one core; see decision 0013). */
 export const EVALUATION_BUDGET = 50_000;
+
+/** Units one node evaluation may spend in this process (`CDS_EVALUATION_BUDGET`). */
+let nodeBudget = EVALUATION_BUDGET;
+
+/** Sets the units one node evaluation may spend in this process (the configuration's, at start). */
+export function setEvaluationBudget(units: number): void {
+  nodeBudget = units;
+}
 
 const environment = new Environment({ homogeneousAggregateLiterals: false })
   .registerVariable("payload", "map", { description: "The case payload" })
@@ -103,7 +111,7 @@ export function checkExpression(source: string, kind: ExpressionKind): CheckedEx
   if (NOT_JSON.test(type)) {
     return { ok: false, message: `has type ${type}, which has no JSON form; convert it with string()` };
   }
-  const badPattern = literalPatternProblem(program.ast);
+  const badPattern = literalPatternProblem(program.ast) ?? literalDurationProblem(program.ast);
   if (badPattern) return { ok: false, message: `does not compile: ${badPattern}` };
   const lists = listReferences(program.ast);
   if (typeof lists === "string") return { ok: false, message: `does not compile: ${lists}` };
@@ -225,7 +233,7 @@ function finish(kind: ExpressionKind, result: unknown): unknown {
 class BudgetExceeded extends Error {
   constructor() {
     super(
-      `exceeded the evaluation budget of ${EVALUATION_BUDGET} units for one node ` +
+      `exceeded the evaluation budget of ${nodeBudget} units for one node ` +
         "(comprehensions over large lists, or very long strings)",
     );
   }
@@ -273,6 +281,8 @@ class InlineAllowanceSpent extends Error {}
 
 function spend(units: number): void {
   if (!current) return;
+  // Spent already: a comprehension that absorbed the error goes no further (see spent()).
+  if (current.overflow) throw new InlineAllowanceSpent();
   current.left -= units;
   current.inlineLeft -= units;
   if (current.left < 0) throw new BudgetExceeded();
@@ -284,6 +294,19 @@ function spend(units: number): void {
     current.overflow = true;
     throw new InlineAllowanceSpent();
   }
+}
+
+/**
+ * Whether the running evaluation has spent its budget or its inline allowance. CEL's `all()` and
+ * `exists()` absorb an error of one element and go on with the next (an error stands only if no
+ * element settles the answer): without this, the budget's error would be thrown again, and
+ * absorbed again, for every remaining element, nested comprehensions multiplying it (10,000
+ * elements over 10,000 held a thread for 70 to 250 ms after the budget ran out). A spent
+ * evaluation's comprehensions stop at their next element instead; their result is never used,
+ * since the evaluation then ends on the budget or moves to a thread.
+ */
+function spent(): boolean {
+  return current !== undefined && (current.left < 0 || current.overflow);
 }
 
 /** What a value costs beyond its node: long strings and lists are paid for by size. */
@@ -307,7 +330,7 @@ function checkInlineSize(value: unknown): void {
 function metered<T>(variables: ExpressionVariables, kind: ExpressionKind, source: string, run: () => T): T {
   let m = meters.get(variables);
   if (!m) {
-    m = newMeter(EVALUATION_BUDGET, OFFLOADS.of(variables));
+    m = newMeter(nodeBudget, OFFLOADS.of(variables));
     meters.set(variables, m);
   }
   // Evaluated on a thread already (this node evaluation, an earlier attempt): its result stands.
@@ -402,7 +425,9 @@ function allNodes(root: unknown): AstNode[] {
  * the checked AST, which evaluates through each node's `evaluate`.
  */
 function meter(root: unknown): void {
-  for (const node of allNodes(root)) {
+  const nodes = allNodes(root);
+  const charges = operandCharges(nodes);
+  for (const node of nodes) {
     const meta = node.meta;
     if (meta.alternate) continue;
     const base: Evaluate = meta.macro
@@ -411,6 +436,8 @@ function meter(root: unknown): void {
         ? re2Matches(node)
         : (ev, ast, ctx) => meta.evaluate.call(node, ev, ast, ctx);
     const accumulator = node.op === "accuPush" || node.op === "accuValue";
+    if (node.op === "comprehension") stopWhenSpent(node.args as Comprehension);
+    const charge = charges.get(node);
     node.evaluate = (ev, ast, ctx) => {
       spend(1);
       const result = base(ev, ast, ctx);
@@ -418,9 +445,93 @@ function meter(root: unknown): void {
         spend(sizeCost(result));
         checkInlineSize(result);
       }
+      // Paid by an operand for the operation it feeds, before that operation runs.
+      if (charge) charge(result);
       return result;
     };
   }
+}
+
+/**
+ * Built-in operations that cost more than the unit of their node, paid by their operands as
+ * they are evaluated (so before the operation runs):
+ * - `duration(text)`: cel-js parses it with a backtracking regular expression, cubic in a run of
+ *   digits (400 digits took 21 ms): a text is refused past `DURATION_TEXT` characters, and
+ *   charged length³ / 64 units (at most 4,096).
+ * - `x in list`: a comparison per element, each as deep as `x`: length × (1 + 4 × x's values)
+ *   (20,000 two-key maps took 2.9 ms: about 4.7 units an element).
+ * - `a == b`, `a != b`: as deep as the smaller side: its values (a scalar none).
+ */
+function operandCharges(nodes: AstNode[]): Map<AstNode, (value: unknown) => void> {
+  const charges = new Map<AstNode, (value: unknown) => void>();
+  for (const node of nodes) {
+    if (node.op === "call" && Array.isArray(node.args) && node.args[0] === "duration") {
+      const text = (node.args as [string, unknown[]])[1]?.[0];
+      if (isNode(text)) charges.set(text, chargeDuration);
+    } else if (node.op === "in" || node.op === "==" || node.op === "!=") {
+      const [left, right] = node.args as [unknown, unknown];
+      if (!isNode(left) || !isNode(right)) continue;
+      // cel-js evaluates the left operand first: the right one pays, knowing both.
+      let leftValue: unknown;
+      charges.set(left, (value) => {
+        leftValue = value;
+      });
+      charges.set(
+        right,
+        node.op === "in"
+          ? (value) => {
+              if (Array.isArray(value))
+                spend(value.length * (1 + 4 * valuesIn(leftValue, current?.left ?? 0)));
+            }
+          : (value) => {
+              const cap = current?.left ?? 0;
+              spend(Math.min(valuesIn(leftValue, cap), valuesIn(value, cap)));
+            },
+      );
+    }
+  }
+  return charges;
+}
+
+/** Characters `duration()` takes at most: a Go duration such as "1h30m" needs a few. */
+export const DURATION_TEXT = 64;
+
+function chargeDuration(text: unknown): void {
+  if (typeof text !== "string") return;
+  if (text.length > DURATION_TEXT) {
+    throw new Error(
+      `duration() takes a text of at most ${DURATION_TEXT} characters; this one has ${text.length}`,
+    );
+  }
+  spend(Math.ceil(text.length ** 3 / 64));
+}
+
+/** The values inside a list or map, all levels down, counted up to `cap`; 0 for a scalar. */
+function valuesIn(value: unknown, cap: number): number {
+  if (typeof value !== "object" || value === null) return 0;
+  let n = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0 && n <= cap) {
+    const v = stack.pop();
+    if (typeof v !== "object" || v === null) continue;
+    const inner = Array.isArray(v) ? v : v instanceof Map ? [...v.values()] : Object.values(v);
+    n += inner.length;
+    for (const x of inner) if (typeof x === "object" && x !== null) stack.push(x);
+  }
+  return n;
+}
+
+/** The part of cel-js's comprehension node that `all()` and `exists()` loop on. */
+interface Comprehension {
+  kind?: string;
+  condition?: (accu: unknown) => boolean;
+}
+
+/** A quantifier (`all`, `exists`) goes on while its condition holds: not once the evaluation is spent. */
+function stopWhenSpent(args: Comprehension): void {
+  const condition = args.condition;
+  if (args.kind !== "quantifier" || typeof condition !== "function") return;
+  args.condition = (accu) => !spent() && condition(accu);
 }
 
 // --- Regular expressions --------------------------------------------------------------------
@@ -480,6 +591,19 @@ function literalPatternProblem(root: unknown): string | undefined {
       re2(pattern.args);
     } catch (err) {
       return `matches() pattern ${JSON.stringify(pattern.args)} is refused: not a valid RE2 regular expression, or too large (${(err as Error).message})`;
+    }
+  }
+  return undefined;
+}
+
+/** A `duration()` of a literal text longer than it takes, found at creation instead of at run time. */
+function literalDurationProblem(root: unknown): string | undefined {
+  for (const node of allNodes(root)) {
+    if (node.op !== "call" || !Array.isArray(node.args) || node.args[0] !== "duration") continue;
+    const text = (node.args as [string, unknown[]])[1]?.[0];
+    if (!isNode(text) || text.op !== "value" || typeof text.args !== "string") continue;
+    if (text.args.length > DURATION_TEXT) {
+      return `duration() takes a text of at most ${DURATION_TEXT} characters; this one has ${text.args.length}`;
     }
   }
   return undefined;
