@@ -86,6 +86,15 @@ export async function saturate(
 }
 
 /**
+ * Half the service's maximum rate: the maximum is the lower of what it accepted and what it
+ * decided while submissions saturated it (a rate it accepts but cannot decide only builds a
+ * queue, and the latencies behind it would be the queue's).
+ */
+export function halfTheMaximum(submitted: LoadResult, decided: { perSecond: number }): number {
+  return Math.max(10, Math.round(Math.min(submitted.requestsPerSecond, decided.perSecond) / 2));
+}
+
+/**
  * `repeats` rounds of `durationSeconds` each at `rate` submissions per second, evenly spaced
  * (`paced`); each round's cases once all are decided (each round's figures logged under `label`).
  */

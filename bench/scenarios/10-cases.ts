@@ -1,5 +1,12 @@
 import { decisionsIn, submission, workNotes } from "../lib/cases.js";
-import { bareBaseline, rateFigures, saturate, steadyRounds, workOfSubmissions } from "../lib/decisioning.js";
+import {
+  bareBaseline,
+  halfTheMaximum,
+  rateFigures,
+  saturate,
+  steadyRounds,
+  workOfSubmissions,
+} from "../lib/decisioning.js";
 import { runIfMain } from "../lib/harness.js";
 import { median, round } from "../lib/stats.js";
 import type { ResultRow, Scenario } from "../lib/types.js";
@@ -55,7 +62,7 @@ const scenario: Scenario = {
       });
 
       // Submission to decision at half the maximum rate, evenly spaced.
-      const half = Math.max(10, Math.round(submitted.requestsPerSecond / 2));
+      const half = halfTheMaximum(submitted, saturated);
       const steady = (await steadyRounds(ctx, server, submissions, half, connections, database)).map(
         decisionsIn,
       );

@@ -1,5 +1,12 @@
 import { type CaseSummary, decisionsIn, drained, workNotes } from "../lib/cases.js";
-import { bareBaseline, rateFigures, saturate, steadyRounds, workOfSubmissions } from "../lib/decisioning.js";
+import {
+  bareBaseline,
+  halfTheMaximum,
+  rateFigures,
+  saturate,
+  steadyRounds,
+  workOfSubmissions,
+} from "../lib/decisioning.js";
 import { runIfMain } from "../lib/harness.js";
 import {
   customerKey,
@@ -144,7 +151,7 @@ async function measure(
       figures: rateFigures(saturated, baseline),
     });
 
-    const half = Math.max(10, Math.round(submitted.requestsPerSecond / 2));
+    const half = halfTheMaximum(submitted, saturated);
     const rounds = await steadyRounds(ctx, server, submissions, half, settings.connections, label);
     const steady = rounds.map(decisionsIn);
     const p99 = median(steady.map((r) => r.p99Ms));

@@ -1,7 +1,7 @@
 import { sql } from "kysely";
 import type { WorkflowDefinition } from "../../src/modules/workflows/workflow.types.js";
 import { decisionsIn, drained } from "../lib/cases.js";
-import { saturate, steadyRounds } from "../lib/decisioning.js";
+import { halfTheMaximum, saturate, steadyRounds } from "../lib/decisioning.js";
 import { runIfMain } from "../lib/harness.js";
 import { customerKey, historyWorkflow, ibanKey, seedHistory, transactionSubject } from "../lib/history.js";
 import { median, round } from "../lib/stats.js";
@@ -148,8 +148,16 @@ const scenario: Scenario = {
 
       // Live cases at half the maximum rate, without and with a backtest running.
       const submissions = { tenantId: partner.tenantId, headers, body: submission };
-      const { submitted } = await saturate(ctx, server, "POST /cases, saturating", submissions, connections);
-      const half = Math.max(10, Math.round(submitted.requestsPerSecond / 2));
+      const { submitted, cases: saturating } = await saturate(
+        ctx,
+        server,
+        "POST /cases, saturating",
+        submissions,
+        connections,
+      );
+      const decided = decisionsIn(saturating);
+      const maximum = Math.min(submitted.requestsPerSecond, decided.perSecond);
+      const half = halfTheMaximum(submitted, decided);
       const without = (await steadyRounds(ctx, server, submissions, half, connections, "without")).map(
         decisionsIn,
       );
@@ -163,7 +171,7 @@ const scenario: Scenario = {
       const p99During = median(during.map((r) => r.p99Ms));
       rows.push(
         {
-          name: `live cases at ${half}/s (half of ${round(submitted.requestsPerSecond)}), no backtest`,
+          name: `live cases at ${half}/s (half of ${round(maximum)}), no backtest`,
           figures: {
             "cases/s": round(median(without.map((r) => r.perSecond))),
             "p50 ms": round(median(without.map((r) => r.p50Ms))),
