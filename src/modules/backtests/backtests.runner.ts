@@ -18,10 +18,14 @@ import type { StoredSummary } from "./backtests.tables.js";
 
 /** Cases replayed per batch: one read of their records, one short transaction for their results. */
 export const BACKTEST_BATCH = 200;
-/** While live cases wait to start, a backtest pauses this long at a time between batches… */
+/** Cases per batch while live cases are being started: shorter bursts for live work to wait behind. */
+const LIVE_BATCH = 50;
+/** While live cases are being started, a backtest pauses this long at a time between batches… */
 const PAUSE_MS = 25;
 /** …for at most this many times its last batch's duration, so that it still goes on under load. */
-const MAX_PAUSE_RATIO = 4;
+const MAX_PAUSE_RATIO = 8;
+/** Live cases started by this process this recently count as live work going on. */
+const LIVE_MS = 1000;
 
 interface BacktestPayload {
   tenantId: string;
@@ -89,14 +93,22 @@ function missingCase(caseId: string): Replayed {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Low priority between batches: while new cases wait to be started, the backtest waits (at most
- * MAX_PAUSE_RATIO times what its last batch took); otherwise it lets the process's other work
- * run, then goes on.
+ * Low priority between batches: while live cases are being started (by this process's starter in
+ * the last second, or waiting to start in the database, for any process), the backtest waits (at
+ * most MAX_PAUSE_RATIO times what its last batch took); otherwise it lets the process's other
+ * work run, then goes on.
  */
-async function giveWay(ctx: AppContext, batchMs: number): Promise<void> {
+async function giveWay(ctx: AppContext, batchMs: number): Promise<boolean> {
   const until = performance.now() + batchMs * MAX_PAUSE_RATIO;
-  while (performance.now() < until && (await casesWaitingToStart(ctx.db.root))) await sleep(PAUSE_MS);
+  const live = async () =>
+    ctx.cases.starts.startedWithin(LIVE_MS) || (await casesWaitingToStart(ctx.db.root));
+  let seen = false;
+  while (performance.now() < until && (await live())) {
+    seen = true;
+    await sleep(PAUSE_MS);
+  }
   await new Promise<void>((resolve) => setImmediate(resolve));
+  return seen;
 }
 
 /**
@@ -137,9 +149,10 @@ export async function runBacktest(ctx: AppContext, payload: BacktestPayload): Pr
   // A batch's results are written while the next batch is read and replayed: the writes of one
   // and the reads and evaluation of the other overlap, in the order of the batches.
   let recording: Promise<boolean> | undefined;
+  let liveSeen = false;
   for (;;) {
     const began = performance.now();
-    const batch = await pendingCases(db, backtestId, after, BACKTEST_BATCH);
+    const batch = await pendingCases(db, backtestId, after, liveSeen ? LIVE_BATCH : BACKTEST_BATCH);
     const last = batch[batch.length - 1];
     if (!last) break;
     after = last.ordinal;
@@ -182,7 +195,7 @@ export async function runBacktest(ctx: AppContext, payload: BacktestPayload): Pr
     });
     // Awaited before the next batch is written, or after the last; a failure is thrown there.
     recording.catch(() => {});
-    await giveWay(ctx, performance.now() - began);
+    liveSeen = await giveWay(ctx, performance.now() - began);
   }
   if (recording && !(await recording)) return;
   // Every case was recorded by an earlier run of the job, which died before it could say so.

@@ -17,9 +17,20 @@ export interface StartTaker {
   take(claims: StartClaim[], unused: number): void;
 }
 
-/** Where the API finds its process's starter, if one runs. */
+/** Where the API finds its process's starter, if one runs, and others see when it last worked. */
 export class StartHandoff {
   #taker: StartTaker | undefined;
+  #lastStarted = Number.NEGATIVE_INFINITY;
+
+  /** A starter of this process has just started new cases. */
+  noteStarted(): void {
+    this.#lastStarted = performance.now();
+  }
+
+  /** Whether a starter of this process started new cases in the last `ms` milliseconds. */
+  startedWithin(ms: number): boolean {
+    return performance.now() - this.#lastStarted < ms;
+  }
 
   /** A starter attaches when it starts; with several in one process, the first one attached. */
   attach(taker: StartTaker): void {

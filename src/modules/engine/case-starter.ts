@@ -198,6 +198,7 @@ export class CaseStarter implements StartTaker {
         ? handed
         : await claimReceivedCases(this.ctx.db.root, "fresh", START_BATCH, this.ctx.config.jobLeaseSeconds);
     if (claims.length === 0) return false;
+    this.ctx.cases.starts.noteStarted();
     const started = performance.now();
     // Each case's first run counts as one `engine.start` run, timed as its batch.
     const observe = (outcome: "done" | "failed") => {
