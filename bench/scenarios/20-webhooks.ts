@@ -37,9 +37,11 @@ class Receiver {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const at = Date.now();
-      this.received++;
+      // The hanging endpoint's attempts time out and are retried by design: not counted as repeats.
+      if (!req.url?.startsWith("/hang")) this.received++;
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { case_id?: string };
-      if (body.case_id && !this.firstSeen.has(body.case_id)) this.firstSeen.set(body.case_id, at);
+      if (body.case_id && !this.firstSeen.has(body.case_id) && !req.url?.startsWith("/hang"))
+        this.firstSeen.set(body.case_id, at);
       if (req.url?.startsWith("/hang")) {
         const timer = setTimeout(() => {
           if (!res.destroyed) res.writeHead(204).end();
