@@ -18,14 +18,13 @@ import type { StoredSummary } from "./backtests.tables.js";
 
 /** Cases replayed per batch: one read of their records, one short transaction for their results. */
 export const BACKTEST_BATCH = 200;
-/** Cases per batch while live cases are being started: shorter bursts for live work to wait behind. */
-const LIVE_BATCH = 50;
-/** While live cases are being started, a backtest pauses this long at a time between batches… */
-const PAUSE_MS = 25;
-/** …for at most this many times its last batch's duration, so that it still goes on under load. */
-const MAX_PAUSE_RATIO = 8;
-/** Live cases started by this process this recently count as live work going on. */
-const LIVE_MS = 1000;
+/**
+ * While live cases are being started (by this process in the last `withinMs`, or waiting in the
+ * database), a backtest runs batches of `batch` cases (shorter bursts for live work to wait
+ * behind) and pauses `pauseMs` at a time between them, for at most `maxPauseRatio` times its last
+ * batch's duration, so that it still goes on under load.
+ */
+const GIVE_WAY = { batch: 50, pauseMs: 25, maxPauseRatio: 8, withinMs: 1000 };
 
 interface BacktestPayload {
   tenantId: string;
@@ -95,17 +94,17 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /**
  * Low priority between batches: while live cases are being started (by this process's starter in
  * the last second, or waiting to start in the database, for any process), the backtest waits (at
- * most MAX_PAUSE_RATIO times what its last batch took); otherwise it lets the process's other
+ * most `GIVE_WAY.maxPauseRatio` times what its last batch took); otherwise it lets the process's other
  * work run, then goes on.
  */
 async function giveWay(ctx: AppContext, batchMs: number): Promise<boolean> {
-  const until = performance.now() + batchMs * MAX_PAUSE_RATIO;
+  const until = performance.now() + batchMs * GIVE_WAY.maxPauseRatio;
   const live = async () =>
-    ctx.cases.starts.startedWithin(LIVE_MS) || (await casesWaitingToStart(ctx.db.root));
+    ctx.cases.starts.startedWithin(GIVE_WAY.withinMs) || (await casesWaitingToStart(ctx.db.root));
   let seen = false;
   while (performance.now() < until && (await live())) {
     seen = true;
-    await sleep(PAUSE_MS);
+    await sleep(GIVE_WAY.pauseMs);
   }
   await new Promise<void>((resolve) => setImmediate(resolve));
   return seen;
@@ -152,7 +151,7 @@ export async function runBacktest(ctx: AppContext, payload: BacktestPayload): Pr
   let liveSeen = false;
   for (;;) {
     const began = performance.now();
-    const batch = await pendingCases(db, backtestId, after, liveSeen ? LIVE_BATCH : BACKTEST_BATCH);
+    const batch = await pendingCases(db, backtestId, after, liveSeen ? GIVE_WAY.batch : BACKTEST_BATCH);
     const last = batch[batch.length - 1];
     if (!last) break;
     after = last.ordinal;
