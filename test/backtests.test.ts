@@ -1,4 +1,7 @@
+import { randomUUID } from "node:crypto";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chooseCases, insertBacktest, oneSnapshot } from "../src/modules/backtests/backtests.repo.js";
 import { runBacktest } from "../src/modules/backtests/backtests.runner.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import type { JobWorker } from "../src/platform/jobs.js";
@@ -566,6 +569,66 @@ describe("the cases a backtest takes", () => {
       to: new Date(Date.now() + 180_000).toISOString(),
     });
     expect(none).toMatchObject({ total: 0, done: 0, status: "completed" });
+  });
+});
+
+describe("choosing a backtest's cases in chunks", () => {
+  it("takes the same cases, in the same order and sample, as one statement, and pauses between chunks", async () => {
+    const partner = await createPartner(h.app);
+    const tenantId = partner.tenantId;
+    await pastCases(h.ctx.db, tenantId, 61);
+    // Four cases a time (ties broken by id): a chunk may end between two cases of one time.
+    await sql`
+      UPDATE cases SET created_at = to_timestamp(floor(extract(epoch FROM created_at) / 4) * 4)
+      WHERE tenant_id = ${tenantId}::uuid`.execute(h.ctx.db.root);
+    const { rows: ordered } = await sql<{ id: string }>`
+      SELECT id FROM cases WHERE tenant_id = ${tenantId}::uuid ORDER BY created_at, id`.execute(
+      h.ctx.db.root,
+    );
+    const n = ordered.length;
+    expect(n).toBe(61);
+    // Contract section 8: every case of the window, or each `n / sample`-th.
+    const expected = (sample: number | null) =>
+      ordered
+        .filter(
+          (_, i) =>
+            sample === null ||
+            n <= sample ||
+            Math.floor(((i + 1) * sample) / n) > Math.floor((i * sample) / n),
+        )
+        .map((r, i) => ({ ordinal: i + 1, case_id: r.id }));
+    const { from, to } = window();
+    for (const sample of [null, 1, 2, 7, 60, 61, 100]) {
+      for (const chunk of [1, 4, 1000]) {
+        const b = await insertBacktest(h.ctx.db.root, {
+          id: randomUUID(),
+          tenantId,
+          workflowId: "pay",
+          version: 1,
+          from: new Date(from),
+          to: new Date(to),
+          caseType: null,
+          sample,
+          summary: { decisions: {}, changed: 0, unchanged: 0, needsInput: 0, errors: 0, nodes: {} },
+        });
+        let pauses = 0;
+        const total = await h.ctx.db.transaction(async (tx) => {
+          await oneSnapshot(tx);
+          return chooseCases(tx, b, chunk, async () => {
+            pauses += 1;
+          });
+        });
+        const label = `sample ${sample}, chunks of ${chunk}`;
+        const { rows } = await sql<{ ordinal: number; case_id: string }>`
+          SELECT ordinal, case_id FROM backtest_cases WHERE backtest_id = ${b.id}::uuid ORDER BY ordinal`.execute(
+          h.ctx.db.root,
+        );
+        expect(rows, label).toEqual(expected(sample));
+        expect(total, label).toBe(rows.length);
+        // A pause after each full chunk; with a sample, the window is read twice (counted, then chosen).
+        expect(pauses, label).toBe((sample === null ? 1 : 2) * Math.floor(n / chunk));
+      }
+    }
   });
 });
 

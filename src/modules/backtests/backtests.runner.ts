@@ -6,9 +6,12 @@ import { type Replayed, replayCases } from "../engine/index.js";
 import { getCompiledWorkflow } from "../workflows/index.js";
 import {
   type CaseResult,
+  CHOOSE_CHUNK,
   chooseCases,
   findBacktest,
+  isSerializationFailure,
   lockBacktest,
+  oneSnapshot,
   pendingCases,
   recordResults,
   updateBacktest,
@@ -92,15 +95,12 @@ function missingCase(caseId: string): Replayed {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Low priority between batches: while live cases are being started (by this process's starter in
- * the last second, or waiting to start in the database, for any process), the backtest waits (at
- * most `GIVE_WAY.maxPauseRatio` times what its last batch took); otherwise it lets the process's other
- * work run, then goes on.
+ * Low priority between batches: while live cases are being started (`live`), the backtest waits
+ * (at most `GIVE_WAY.maxPauseRatio` times what its last batch took); otherwise it lets the
+ * process's other work run, then goes on.
  */
-async function giveWay(ctx: AppContext, batchMs: number): Promise<boolean> {
+async function giveWay(batchMs: number, live: () => boolean | Promise<boolean>): Promise<boolean> {
   const until = performance.now() + batchMs * GIVE_WAY.maxPauseRatio;
-  const live = async () =>
-    ctx.cases.starts.startedWithin(GIVE_WAY.withinMs) || (await casesWaitingToStart(ctx.db.root));
   let seen = false;
   while (performance.now() < until && (await live())) {
     seen = true;
@@ -108,6 +108,44 @@ async function giveWay(ctx: AppContext, batchMs: number): Promise<boolean> {
   }
   await new Promise<void>((resolve) => setImmediate(resolve));
   return seen;
+}
+
+/** Live work, for a batch: this process's starter started cases in the last second, or cases wait to start in the database (for any process). */
+const liveWork = (ctx: AppContext) => async () =>
+  ctx.cases.starts.startedWithin(GIVE_WAY.withinMs) || (await casesWaitingToStart(ctx.db.root));
+
+/**
+ * Chooses the backtest's cases once (unless a run of its job already did): in chunks, in one
+ * snapshot and one transaction holding the backtest's row, so that a crash leaves nothing chosen
+ * and two runs cannot both choose. Between chunks it gives way to this process's live cases as
+ * batches do (inside the transaction only what this process knows is asked; on the embedded
+ * database, where the transaction holds the one session, it does not pause). False when there
+ * is nothing to replay.
+ */
+async function chooseOnce(ctx: AppContext, tenantId: string, backtestId: string): Promise<boolean> {
+  const between = async (ms: number) => {
+    if (ctx.db.kind === "postgres")
+      await giveWay(ms, () => ctx.cases.starts.startedWithin(GIVE_WAY.withinMs));
+  };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ctx.db.transaction(async (tx) => {
+        await oneSnapshot(tx);
+        const locked = await lockBacktest(tx, tenantId, backtestId);
+        if (locked?.status !== "running") return false;
+        if (locked.total !== null) return true;
+        const total = await chooseCases(tx, locked, CHOOSE_CHUNK, between);
+        await updateBacktest(tx, tenantId, backtestId, {
+          total,
+          ...(total === 0 ? { status: "completed", finished: true } : {}),
+        });
+        return total > 0;
+      });
+    } catch (err) {
+      // Another run of the job (or a cancel) changed the row after this snapshot: read it again.
+      if (!isSerializationFailure(err) || attempt >= 3) throw err;
+    }
+  }
 }
 
 /**
@@ -130,25 +168,13 @@ export async function runBacktest(ctx: AppContext, payload: BacktestPayload): Pr
     });
     return;
   }
-  if (row.total === null) {
-    const chosen = await ctx.db.transaction(async (tx) => {
-      const locked = await lockBacktest(tx, tenantId, backtestId);
-      if (locked?.status !== "running") return false;
-      if (locked.total !== null) return true;
-      const total = await chooseCases(tx, locked);
-      await updateBacktest(tx, tenantId, backtestId, {
-        total,
-        ...(total === 0 ? { status: "completed", finished: true } : {}),
-      });
-      return total > 0;
-    });
-    if (!chosen) return;
-  }
+  if (row.total === null && !(await chooseOnce(ctx, tenantId, backtestId))) return;
   let after = 0;
   // A batch's results are written while the next batch is read and replayed: the writes of one
   // and the reads and evaluation of the other overlap, in the order of the batches.
   let recording: Promise<boolean> | undefined;
   let liveSeen = false;
+  const live = liveWork(ctx);
   for (;;) {
     const began = performance.now();
     const batch = await pendingCases(db, backtestId, after, liveSeen ? GIVE_WAY.batch : BACKTEST_BATCH);
@@ -194,7 +220,7 @@ export async function runBacktest(ctx: AppContext, payload: BacktestPayload): Pr
     });
     // Awaited before the next batch is written, or after the last; a failure is thrown there.
     recording.catch(() => {});
-    liveSeen = await giveWay(ctx, performance.now() - began);
+    liveSeen = await giveWay(performance.now() - began, live);
   }
   if (recording && !(await recording)) return;
   // Every case was recorded by an earlier run of the job, which died before it could say so.
