@@ -110,7 +110,10 @@ async function giveWay(batchMs: number, live: () => boolean | Promise<boolean>):
   return seen;
 }
 
-/** Live work, for a batch: this process's starter started cases in the last second, or cases wait to start in the database (for any process). */
+/**
+ * Live work, for a batch: this process's starter started cases in the last second, or cases wait
+ * to start in the database (for any process).
+ */
 const liveWork = (ctx: AppContext) => async () =>
   ctx.cases.starts.startedWithin(GIVE_WAY.withinMs) || (await casesWaitingToStart(ctx.db.root));
 
