@@ -272,3 +272,21 @@ export async function markEventHandled(
     { handled_at: sql<Date>`now()`, outcome },
   );
 }
+
+/** The vendor calls made on a case's runs by someone else than their nodes (actions), oldest first. */
+export function listActionCallsOfCase(
+  db: Executor,
+  tenantId: string,
+  caseId: string,
+): Promise<ProviderCallRow[]> {
+  return db
+    .selectFrom("provider_calls")
+    .selectAll()
+    .where("tenant_id", "=", tenantId)
+    .where("case_id", "=", caseId)
+    .where("run_id", "is not", null)
+    .where("actor", "not like", "node:%")
+    .where("actor", "!=", "system")
+    .orderBy("id")
+    .execute();
+}
