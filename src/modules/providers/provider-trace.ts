@@ -1,4 +1,5 @@
 import type { TraceNotes } from "../cases/index.js";
+import { isJsonObject } from "../workflows/index.js";
 import { listActionCallsOfCase, listRunsOfCase } from "./providers.repo.js";
 import { listReviewsFor } from "./screening.repo.js";
 
@@ -8,6 +9,10 @@ import { listReviewsFor } from "./screening.repo.js";
 // step of that broker. Never bodies, tokens or links; a verdict names the hit by its vendor id.
 
 type Entry = Parameters<TraceNotes>[3][number];
+
+/** Whether a vendor call was made by an action: not by its node (`node:<id>`) nor the service's poll. */
+const byAction = (actor: unknown) =>
+  typeof actor === "string" && !actor.startsWith("node:") && actor !== "system";
 
 export const providerTraceNotes: TraceNotes = async (db, tenantId, caseId, trace) => {
   if (!trace.some((e) => e.nodeType === "provider")) return trace;
@@ -51,7 +56,14 @@ export const providerTraceNotes: TraceNotes = async (db, tenantId, caseId, trace
     });
   }
   return trace.map((entry): Entry => {
-    const noted = entry.nodeType === "provider" ? notes.get(entry.seq) : undefined;
-    return noted ? { ...entry, ...noted } : entry;
+    if (entry.nodeType !== "provider") return entry;
+    const noted = notes.get(entry.seq);
+    // A node resumed by its vendor recorded the calls of the run so far, actions' included:
+    // `calls` keeps the node's own, and `actionCalls` has the actions' (whenever they came).
+    const calls: unknown = (entry as Record<string, unknown>).calls;
+    const own = Array.isArray(calls)
+      ? { calls: calls.filter((c: unknown) => !(isJsonObject(c) && byAction(c.actor))) }
+      : {};
+    return noted ? { ...entry, ...own, ...noted } : { ...entry, ...own };
   });
 };
