@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
+import { runCds } from "./support/cli.js";
 import { type ConsoleClient, signedIn } from "./support/console.js";
 import { adminHeaders, createPartner, type Partner } from "./support/fixtures.js";
 import { OPENSANCTIONS_API_KEY, type ProviderRig, startProviderRig } from "./support/providers.js";
@@ -16,10 +17,11 @@ import { createWorkflow, waitForCase } from "./support/workflows.js";
 
 let h: TestApp;
 let rig: ProviderRig;
+let url: string;
 
 beforeAll(async () => {
   h = await createTestApp();
-  const url = await h.app.listen({ port: 0, host: "127.0.0.1" });
+  url = await h.app.listen({ port: 0, host: "127.0.0.1" });
   await h.startWorker();
   rig = await startProviderRig(url);
 });
@@ -229,6 +231,16 @@ describe("screening review", () => {
     expect(traced).toMatch(/vendor call match by API key .*: HTTP 200, \d+ ms/);
     expect(traced).toMatch(
       /hit sim-person-0001 marked (&quot;|")no match(&quot;|") by [^:<]+: Born 1970 in London, not the listed person/,
+    );
+
+    // `cds case show` says them too.
+    const shown = await runCds(url, "case", "show", "--case", first.caseId);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(
+      new RegExp(`vendor call match by apikey:${t.partner.keyId}: HTTP 200, \\d+ ms`),
+    );
+    expect(shown.stdout).toContain(
+      `hit ${HIT} marked "no match" by analyst:${t.analystId}: Born 1970 in London, not the listed person`,
     );
 
     // A later case of the same customer goes through; another customer of the same name does not.
