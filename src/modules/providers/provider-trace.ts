@@ -1,6 +1,6 @@
 import type { TraceNotes } from "../cases/index.js";
 import { isJsonObject } from "../workflows/index.js";
-import { listActionCallsOfCase, listRunsOfCase } from "./providers.repo.js";
+import { listCallsOfCase, listRunsOfCase } from "./providers.repo.js";
 import { listReviewsFor } from "./screening.repo.js";
 
 // What the trace of a case shows of its providers after their steps ran (contract sections 4
@@ -18,7 +18,7 @@ export const providerTraceNotes: TraceNotes = async (db, tenantId, caseId, trace
   if (!trace.some((e) => e.nodeType === "provider")) return trace;
   const [runs, calls, reviews] = await Promise.all([
     listRunsOfCase(db, tenantId, caseId),
-    listActionCallsOfCase(db, tenantId, caseId),
+    listCallsOfCase(db, tenantId, caseId),
     listReviewsFor(db, tenantId, { caseId, entityIds: [] }),
   ]);
   const seqOfRun = new Map(runs.map((r) => [r.id, r.seq]));
@@ -26,44 +26,34 @@ export const providerTraceNotes: TraceNotes = async (db, tenantId, caseId, trace
   const lastStepOf = new Map<string, number>();
   for (const run of runs) if (!lastStepOf.has(run.broker_id)) lastStepOf.set(run.broker_id, run.seq);
   const notes = new Map<number, { actionCalls: unknown[]; verdicts: unknown[] }>();
-  const notesOf = (seq: number) => {
+  const note = (seq: number | undefined, kind: "actionCalls" | "verdicts", fact: Record<string, unknown>) => {
+    if (seq === undefined) return;
     const found = notes.get(seq) ?? { actionCalls: [], verdicts: [] };
+    found[kind].push(fact);
     notes.set(seq, found);
-    return found;
   };
-  for (const call of calls) {
-    const seq = call.run_id ? seqOfRun.get(call.run_id) : undefined;
-    if (seq === undefined) continue;
-    notesOf(seq).actionCalls.push({
-      action: call.action,
-      actor: call.actor,
-      attempt: call.attempt,
-      httpStatus: call.http_status,
-      durationMs: call.duration_ms,
-      outcome: call.outcome,
-      at: call.created_at.toISOString(),
+  for (const c of calls) {
+    if (!c.run_id || !byAction(c.actor)) continue;
+    const { action, actor, attempt } = c;
+    const fact = { action, actor, attempt, httpStatus: c.http_status, durationMs: c.duration_ms };
+    note(seqOfRun.get(c.run_id), "actionCalls", {
+      ...fact,
+      outcome: c.outcome,
+      at: c.created_at.toISOString(),
     });
   }
-  for (const review of reviews) {
-    const seq = lastStepOf.get(review.broker_id);
-    if (seq === undefined) continue;
-    notesOf(seq).verdicts.push({
-      hitId: review.hit_id,
-      verdict: review.verdict,
-      reason: review.reason,
-      actor: review.actor,
-      at: review.created_at.toISOString(),
-    });
+  for (const r of reviews) {
+    const fact = { hitId: r.hit_id, verdict: r.verdict, reason: r.reason, actor: r.actor };
+    note(lastStepOf.get(r.broker_id), "verdicts", { ...fact, at: r.created_at.toISOString() });
   }
   return trace.map((entry): Entry => {
     if (entry.nodeType !== "provider") return entry;
-    const noted = notes.get(entry.seq);
     // A node resumed by its vendor recorded the calls of the run so far, actions' included:
     // `calls` keeps the node's own, and `actionCalls` has the actions' (whenever they came).
-    const calls: unknown = (entry as Record<string, unknown>).calls;
-    const own = Array.isArray(calls)
-      ? { calls: calls.filter((c: unknown) => !(isJsonObject(c) && byAction(c.actor))) }
+    const own: unknown = (entry as Record<string, unknown>).calls;
+    const calls = Array.isArray(own)
+      ? { calls: own.filter((c) => !(isJsonObject(c) && byAction(c.actor))) }
       : {};
-    return noted ? { ...entry, ...own, ...noted } : { ...entry, ...own };
+    return { ...entry, ...calls, ...notes.get(entry.seq) };
   });
 };

@@ -273,20 +273,7 @@ export async function markEventHandled(
   );
 }
 
-/** The vendor calls made on a case's runs by someone else than their nodes (actions), oldest first. */
-export function listActionCallsOfCase(
-  db: Executor,
-  tenantId: string,
-  caseId: string,
-): Promise<ProviderCallRow[]> {
-  return db
-    .selectFrom("provider_calls")
-    .selectAll()
-    .where("tenant_id", "=", tenantId)
-    .where("case_id", "=", caseId)
-    .where("run_id", "is not", null)
-    .where("actor", "not like", "node:%")
-    .where("actor", "!=", "system")
-    .orderBy("id")
-    .execute();
+/** The vendor calls made for a case, oldest first. */
+export function listCallsOfCase(db: Executor, tenantId: string, caseId: string): Promise<ProviderCallRow[]> {
+  return findRows(db, "provider_calls", { tenant_id: tenantId, case_id: caseId }, ["id"]);
 }
