@@ -32,7 +32,7 @@ let browser: Browser;
 let base: string;
 let partner: Partner;
 
-/** Screens the subject, then verifies their identity with Sumsub when no hit is left to review. */
+/** Screens the subject, then verifies their identity with Sumsub when no hit is left in the results. */
 const onboarding: WorkflowDefinition = {
   inputSchema: { type: "object" },
   start: "screen",
@@ -41,7 +41,7 @@ const onboarding: WorkflowDefinition = {
     {
       id: "route",
       type: "rules",
-      rules: [{ when: "size(nodes.screen.unreviewedHits) > 0", next: "review" }],
+      rules: [{ when: "nodes.screen.matched", next: "review" }],
       default: "idv",
     },
     {
@@ -134,13 +134,13 @@ describe.skipIf(!hasChromium)("screening review and provider actions in Chromium
     expect(await hit.getByRole("cell", { name: "sim_sanctions" }).isVisible()).toBe(true);
     expect(await hit.getByText("not reviewed").isVisible()).toBe(true);
     await hit.getByText("Review this hit").click();
-    await hit.getByLabel("Not a match: it is someone else").check();
+    await hit.getByLabel("No match: it is someone else").check();
     await hit.getByLabel("Reason").fill("Born 1988, the listed person in 1961; passport checked");
     await shoot(page, "screening-review");
     await hit.getByRole("button", { name: "Record the verdict" }).click();
     await page.waitForURL(/done=reviewed/);
     expect(await page.getByText("The verdict on the hit was recorded.").isVisible()).toBe(true);
-    expect(await hit.getByText("not a match", { exact: true }).first().isVisible()).toBe(true);
+    expect(await hit.getByText("no match", { exact: true }).first().isVisible()).toBe(true);
 
     const matches = rig.opensanctions.stats.requests.match ?? 0;
     await page.getByRole("button", { name: "Screen the case's subject again" }).click();
@@ -154,6 +154,10 @@ describe.skipIf(!hasChromium)("screening review and provider actions in Chromium
     expect(await page.locator("#provider-actions").textContent()).toMatch(
       /Screen the case's subject again \(opensanctions\) by Rita Screening\s*ok/,
     );
+    // The trace tells the verdict and the rescreen's vendor call on the screening's step.
+    const trace = (await page.locator("#trace").textContent()) ?? "";
+    expect(trace).toMatch(/vendor call match by Rita Screening: HTTP 200, \d+ ms/);
+    expect(trace).toContain('hit sim-person-0001 marked "no match" by Rita Screening');
     await shoot(page, "screening-rescreen");
     await page.context().close();
   });

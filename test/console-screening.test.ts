@@ -1,24 +1,27 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
+import { runCds } from "./support/cli.js";
 import { type ConsoleClient, signedIn } from "./support/console.js";
 import { adminHeaders, createPartner, type Partner } from "./support/fixtures.js";
-import { type ProviderRig, startProviderRig } from "./support/providers.js";
+import { OPENSANCTIONS_API_KEY, type ProviderRig, startProviderRig } from "./support/providers.js";
 import { createWorkflow, waitForCase } from "./support/workflows.js";
 
 /**
  * Screening review and provider actions from the console, over HTTP on the real app and
  * database (PGlite, or PostgreSQL with DATABASE_URL), against the vendor simulators as real
- * HTTP servers: each hit beside the subject, verdicts remembered per entity (`unreviewedHits`),
- * their audit rows, identity results in words, and a paused node's action run from the case page.
+ * HTTP servers: each hit beside the subject, verdicts remembered per entity (`dismissedHits`,
+ * `unreviewedHits`), their audit rows and their place in the case's trace, identity results in
+ * words, and a paused node's action run from the case page, its vendor calls in the trace.
  */
 
 let h: TestApp;
 let rig: ProviderRig;
+let url: string;
 
 beforeAll(async () => {
   h = await createTestApp();
-  const url = await h.app.listen({ port: 0, host: "127.0.0.1" });
+  url = await h.app.listen({ port: 0, host: "127.0.0.1" });
   await h.startWorker();
   rig = await startProviderRig(url);
 });
@@ -28,7 +31,7 @@ afterAll(async () => {
   await h.close();
 });
 
-/** Screens the subject; a hit nobody dismissed for the customer sends the case to review. */
+/** Screens the subject; a hit at or above the threshold not dismissed for the customer sends the case to review. */
 const screening: WorkflowDefinition = {
   inputSchema: { type: "object" },
   start: "screen",
@@ -37,7 +40,7 @@ const screening: WorkflowDefinition = {
     {
       id: "route",
       type: "rules",
-      rules: [{ when: "size(nodes.screen.unreviewedHits) > 0", next: "review" }],
+      rules: [{ when: "nodes.screen.matched", next: "review" }],
       default: "approve",
     },
     { id: "approve", type: "decision", decision: "approved" },
@@ -92,17 +95,35 @@ async function screenOutput(caseId: string) {
     .select("output")
     .where("case_id", "=", caseId)
     .executeTakeFirstOrThrow();
-  return run.output as { unreviewedHits: Array<{ id: string }>; results: Array<{ id: string }> };
+  return run.output as unknown as ScreeningOutput;
+}
+
+interface ScreeningOutput {
+  matched: boolean;
+  top_score: number;
+  results: Array<{ id: string }>;
+  dismissedHits: Array<{ id: string }>;
+  unreviewedHits: number;
+}
+
+/** The provider step of the case's trace, as `GET /admin/cases/{caseId}` shows it. */
+async function screenStep(caseId: string) {
+  const res = await h.app.inject({ method: "GET", url: `/admin/cases/${caseId}`, headers: adminHeaders });
+  expect(res.statusCode, res.body).toBe(200);
+  const trace = res.json().trace as Array<Record<string, unknown>>;
+  const step = trace.find((s) => s.nodeType === "provider");
+  expect(step).toBeDefined();
+  return step as Record<string, unknown>;
 }
 
 const HIT = "sim-person-0001";
 
-async function markNotAMatch(t: Team, caseId: string, reason = "Born 1970 in London, not the listed person") {
+async function markNoMatch(t: Team, caseId: string, reason = "Born 1970 in London, not the listed person") {
   await t.analyst.get(`/console/cases/${caseId}`);
   return t.analyst.post(`/console/cases/${caseId}/screening`, {
     brokerId: "opensanctions",
     hitId: HIT,
-    verdict: "not_a_match",
+    verdict: "no_match",
     reason,
   });
 }
@@ -127,12 +148,17 @@ describe("screening review", () => {
     expect(page.body).toMatch(/1 hit at or above the threshold: Boris Blacklistov/);
   });
 
-  it("remembers a “not a match” for the customer: a rescreen and a later case of theirs do not raise it", async () => {
+  it("remembers a “no_match” for the customer: a rescreen and a later case of theirs report it under dismissedHits", async () => {
     const t = await team();
     const first = await boris(t, "cust-b2");
-    expect((await screenOutput(first.caseId)).unreviewedHits.map((h) => h.id)).toEqual([HIT]);
+    expect(await screenOutput(first.caseId)).toMatchObject({
+      matched: true,
+      results: [{ id: HIT }],
+      dismissedHits: [],
+      unreviewedHits: 1,
+    });
 
-    const marked = await markNotAMatch(t, first.caseId);
+    const marked = await markNoMatch(t, first.caseId);
     expect(marked.statusCode, marked.body).toBe(303);
     expect(marked.headers.location).toMatch(new RegExp(`/console/cases/${first.caseId}\\?done=reviewed#`));
     const page = await t.analyst.get(marked.headers.location as string);
@@ -150,10 +176,17 @@ describe("screening review", () => {
     expect(audit[0]).toMatchObject({
       actor: `analyst:${t.analystId}`,
       target: `case:${first.caseId}`,
-      after: { brokerId: "opensanctions", hitId: HIT, verdict: "not_a_match", name: "Boris Blacklistov" },
+      after: { brokerId: "opensanctions", hitId: HIT, verdict: "no_match", name: "Boris Blacklistov" },
     });
 
-    // A rescreen by the partner: the vendor still lists the hit, but it is not raised again.
+    const stored = await h.ctx.db.root
+      .selectFrom("screening_reviews")
+      .select("verdict")
+      .where("case_id", "=", first.caseId)
+      .execute();
+    expect(stored).toEqual([{ verdict: "no_match" }]);
+
+    // A rescreen by the partner: the vendor still lists the hit, but it is reported as dismissed.
     const before = rig.opensanctions.stats.requests.match ?? 0;
     const rescreen = await h.app.inject({
       method: "POST",
@@ -163,22 +196,71 @@ describe("screening review", () => {
     expect(rescreen.statusCode, rescreen.body).toBe(200);
     expect(rig.opensanctions.stats.requests.match).toBe(before + 1);
     expect(rescreen.json().output).toMatchObject({
-      matched: true,
-      results: [{ id: HIT }],
-      unreviewedHits: [],
+      matched: false,
+      top_score: 0,
+      results: [],
+      dismissedHits: [{ id: HIT, caption: "Boris Blacklistov" }],
+      unreviewedHits: 0,
     });
+
+    // The case's trace carries the verdict and the rescreen's vendor call on the screening's step,
+    // and the case page says them in words.
+    const step = await screenStep(first.caseId);
+    expect(step.verdicts).toEqual([
+      {
+        hitId: HIT,
+        verdict: "no_match",
+        reason: "Born 1970 in London, not the listed person",
+        actor: `analyst:${t.analystId}`,
+        at: expect.any(String),
+      },
+    ]);
+    expect(step.actionCalls).toEqual([
+      {
+        action: "match",
+        actor: `apikey:${t.partner.keyId}`,
+        attempt: 1,
+        httpStatus: 200,
+        durationMs: expect.any(Number),
+        outcome: "ok",
+        at: expect.any(String),
+      },
+    ]);
+    expect(JSON.stringify(step)).not.toContain(OPENSANCTIONS_API_KEY);
+    const traced = (await t.analyst.get(`/console/cases/${first.caseId}`)).body;
+    expect(traced).toMatch(/vendor call match by API key .*: HTTP 200, \d+ ms/);
+    expect(traced).toMatch(
+      /hit sim-person-0001 marked (&quot;|")no match(&quot;|") by [^:<]+: Born 1970 in London, not the listed person/,
+    );
+
+    // `cds case show` says them too.
+    const shown = await runCds(url, "case", "show", "--case", first.caseId);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(
+      new RegExp(`vendor call match by apikey:${t.partner.keyId}: HTTP 200, \\d+ ms`),
+    );
+    expect(shown.stdout).toContain(
+      `hit ${HIT} marked "no match" by analyst:${t.analystId}: Born 1970 in London, not the listed person`,
+    );
 
     // A later case of the same customer goes through; another customer of the same name does not.
     const later = await boris(t, "cust-b2");
     expect(later.record.result.decision.value).toBe("approved");
-    expect((await screenOutput(later.caseId)).unreviewedHits).toEqual([]);
+    expect(await screenOutput(later.caseId)).toMatchObject({
+      matched: false,
+      top_score: 0,
+      results: [],
+      dismissedHits: [{ id: HIT }],
+      unreviewedHits: 0,
+    });
     const laterPage = await t.analyst.get(`/console/cases/${later.caseId}`);
     expect(laterPage.body).toContain("another case");
     expect(laterPage.body).toMatch(
-      /marked (&quot;|")not a match(&quot;|") for this subject earlier, not raised again/,
+      /Boris Blacklistov \([0-9.]+\) marked (&quot;|")no match(&quot;|") for this subject earlier: dismissed, not raised again/,
     );
     const stranger = await boris(t, "cust-b3");
     expect(stranger.record.result.decision.value).toBe("in_review");
+    expect(await screenOutput(stranger.caseId)).toMatchObject({ results: [{ id: HIT }], unreviewedHits: 1 });
 
     // The newest verdict holds: marked a match again, the hit is raised again.
     await t.analyst.get(`/console/cases/${later.caseId}`);
@@ -191,6 +273,13 @@ describe("screening review", () => {
     expect(match.statusCode).toBe(303);
     const again = await boris(t, "cust-b2");
     expect(again.record.result.decision.value).toBe("in_review");
+    // A hit marked at all is no longer unreviewed: a match is a result, counted nowhere else.
+    expect(await screenOutput(again.caseId)).toMatchObject({
+      matched: true,
+      results: [{ id: HIT }],
+      dismissedHits: [],
+      unreviewedHits: 0,
+    });
   });
 
   it("answers 400 beside the field for a missing verdict or reason, and 404 for a hit the case never had", async () => {
@@ -203,7 +292,7 @@ describe("screening review", () => {
       reason: "because",
     });
     expect(noVerdict.statusCode).toBe(400);
-    expect(noVerdict.body).toContain("Choose “match” or “not a match”.");
+    expect(noVerdict.body).toContain("Choose “match” or “no match”.");
     expect(noVerdict.body).toContain("because"); // what was typed stays
     const badVerdict = await t.analyst.post(`/console/cases/${caseId}/screening`, {
       brokerId: "opensanctions",
@@ -212,10 +301,19 @@ describe("screening review", () => {
       reason: "x",
     });
     expect(badVerdict.statusCode).toBe(400);
-    const noReason = await t.analyst.post(`/console/cases/${caseId}/screening`, {
+    // The former name of "no_match" is not a verdict.
+    const formerName = await t.analyst.post(`/console/cases/${caseId}/screening`, {
       brokerId: "opensanctions",
       hitId: HIT,
       verdict: "not_a_match",
+      reason: "someone else",
+    });
+    expect(formerName.statusCode).toBe(400);
+    expect(formerName.body).toContain("Choose “match” or “no match”.");
+    const noReason = await t.analyst.post(`/console/cases/${caseId}/screening`, {
+      brokerId: "opensanctions",
+      hitId: HIT,
+      verdict: "no_match",
       reason: "  ",
     });
     expect(noReason.statusCode).toBe(400);
@@ -245,9 +343,9 @@ describe("screening review", () => {
     const a = await team();
     const b = await team();
     const caseOfA = await boris(a, "cust-shared");
-    expect((await markNotAMatch(b, caseOfA.caseId)).statusCode).toBe(404);
+    expect((await markNoMatch(b, caseOfA.caseId)).statusCode).toBe(404);
     expect((await b.analyst.get(`/console/cases/${caseOfA.caseId}`)).statusCode).toBe(404);
-    expect((await markNotAMatch(a, caseOfA.caseId)).statusCode).toBe(303);
+    expect((await markNoMatch(a, caseOfA.caseId)).statusCode).toBe(303);
     // The same customer id at another tenant is another entity: the hit is raised there.
     const caseOfB = await boris(b, "cust-shared");
     expect(caseOfB.record.result.decision.value).toBe("in_review");
@@ -359,6 +457,27 @@ describe("provider actions from the case page", () => {
     expect(kept.map((k) => [k.action, k.outcome, k.output])).toEqual([["regenerate_link", "ok", null]]);
     expect(JSON.stringify(audit)).not.toContain("websdk");
 
+    // The action's vendor call is on the paused node's step of the trace, by the analyst; no link.
+    const traced = await h.app.inject({
+      method: "GET",
+      url: `/admin/cases/${caseId}`,
+      headers: adminHeaders,
+    });
+    const idv = (traced.json().trace as Array<Record<string, unknown>>).find((e) => e.nodeId === "idv");
+    expect(idv?.status).toBe("waiting");
+    expect(idv?.actionCalls).toEqual([
+      {
+        action: "websdk_link",
+        actor: `analyst:${t.analystId}`,
+        attempt: 1,
+        httpStatus: 200,
+        durationMs: expect.any(Number),
+        outcome: "ok",
+        at: expect.any(String),
+      },
+    ]);
+    expect(JSON.stringify(idv)).not.toContain("/websdk/p/");
+
     // A handle that is not this case's, or an action it does not offer, is refused with 409.
     const wrong = await t.analyst.post(`/console/cases/${caseId}/provider-actions`, {
       kind: "pending",
@@ -384,7 +503,7 @@ describe("provider actions from the case page", () => {
   it("rescreens from the case page after the decision, and the hits shown are the rescreen's", async () => {
     const t = await team();
     const { caseId } = await boris(t, "cust-b6");
-    expect((await markNotAMatch(t, caseId)).statusCode).toBe(303);
+    expect((await markNoMatch(t, caseId)).statusCode).toBe(303);
     const page = await t.analyst.get(`/console/cases/${caseId}`);
     expect(page.body).toMatch(/Screen the case(&#39;|')s subject again/);
     const before = rig.opensanctions.stats.requests.match ?? 0;
@@ -396,7 +515,16 @@ describe("provider actions from the case page", () => {
     expect(run.statusCode, run.body).toBe(200);
     expect(rig.opensanctions.stats.requests.match).toBe(before + 1);
     expect(run.body).toContain("No hit left to review");
+    expect(run.body).toContain("1 hit marked “no match” for this subject earlier: dismissed.");
     expect(run.body).toMatch(/rescreened by/);
+    // After the decision, the rescreen's vendor call is on the screening's step of the trace.
+    const step = await screenStep(caseId);
+    expect(step.actionCalls).toMatchObject([
+      { action: "match", actor: `analyst:${t.analystId}`, httpStatus: 200, outcome: "ok" },
+    ]);
+    expect(step.verdicts).toMatchObject([
+      { hitId: HIT, verdict: "no_match", actor: `analyst:${t.analystId}` },
+    ]);
     // Another tenant's analyst cannot run it.
     const other = await team();
     await other.analyst.get("/console/queue");

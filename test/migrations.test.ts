@@ -94,6 +94,42 @@ describe("migrate", () => {
     expect(await recorded(db)).toEqual(records);
   });
 
+  it("renames the screening verdicts recorded as not_a_match to no_match, and refuses the former name after", async () => {
+    const { db } = await fresh();
+    const all = serviceMigrations();
+    await migrate(
+      db,
+      all.filter((m) => m.version < 23),
+    );
+    const tenant = "00000000-0000-4000-8000-000000000023";
+    await sql`INSERT INTO tenants (id, name) VALUES (${tenant}, 'Verdicts')`.execute(db.root);
+    for (const verdict of ["match", "not_a_match"]) {
+      await sql`
+        INSERT INTO screening_reviews (tenant_id, case_id, broker_id, hit_id, verdict, reason, actor, hit)
+        VALUES (${tenant}, gen_random_uuid(), 'opensanctions', ${`hit-${verdict}`}, ${verdict}, 'why',
+                'analyst:x', '{}')`.execute(db.root);
+    }
+    await migrate(db, all);
+    const rows = await db.root
+      .selectFrom("screening_reviews")
+      .select(["hit_id", "verdict"])
+      .orderBy("id")
+      .execute();
+    expect(rows).toEqual([
+      { hit_id: "hit-match", verdict: "match" },
+      { hit_id: "hit-not_a_match", verdict: "no_match" },
+    ]);
+    const former = await sql`
+      INSERT INTO screening_reviews (tenant_id, case_id, broker_id, hit_id, verdict, reason, actor, hit)
+      VALUES (${tenant}, gen_random_uuid(), 'opensanctions', 'h', 'not_a_match', 'why', 'analyst:x', '{}')`
+      .execute(db.root)
+      .then(
+        () => "inserted",
+        (err: Error) => err.message,
+      );
+    expect(former).toMatch(/screening_reviews_verdict_check/);
+  });
+
   it("stops when a recorded migration's file has changed, and applies nothing after it", async () => {
     const { db } = await fresh();
     const dir = migrationsDir({

@@ -61,7 +61,7 @@ const person: CaseSubject = {
     },
   },
   externalCustomerId: "cust-ada",
-  dismissedHits: new Set(),
+  verdicts: new Map(),
 };
 
 const config = { levelName: "basic-kyc", allowRetries: false, ttlInSeconds: 600 };
@@ -190,7 +190,7 @@ describe("the opensanctions broker against the simulator", () => {
       caseType: "KYC",
       subject: { person: { firstName: "Boris", lastName: "Blacklistov", dateOfBirth: "1961-03-14" } },
       externalCustomerId: null,
-      dismissedHits: new Set(),
+      verdicts: new Map(),
       runId: "r5",
       nodeId: "screen",
       config: cfg,
@@ -206,22 +206,51 @@ describe("the opensanctions broker against the simulator", () => {
     };
     expect(hit).toEqual({
       kind: "completed",
-      output: { matched: true, top_score: 1, threshold: 0.7, results: [boris], unreviewedHits: [boris] },
+      output: {
+        matched: true,
+        top_score: 1,
+        threshold: 0.7,
+        results: [boris],
+        dismissedHits: [],
+        unreviewedHits: 1,
+      },
     });
-    // A hit an analyst marked "not a match" for the subject is still a result, not a hit to review.
-    const again = await openSanctionsBroker.start(call, {
-      caseId: "c1",
-      caseType: "KYC",
-      subject: { person: { firstName: "Boris", lastName: "Blacklistov", dateOfBirth: "1961-03-14" } },
-      externalCustomerId: null,
-      dismissedHits: new Set(["sim-person-0001"]),
-      runId: "r5",
-      nodeId: "screen",
-      config: cfg,
+    const screenWith = (verdicts: Map<string, "match" | "no_match">) =>
+      openSanctionsBroker.start(call, {
+        caseId: "c1",
+        caseType: "KYC",
+        subject: { person: { firstName: "Boris", lastName: "Blacklistov", dateOfBirth: "1961-03-14" } },
+        externalCustomerId: null,
+        verdicts,
+        runId: "r5",
+        nodeId: "screen",
+        config: cfg,
+      });
+    // A hit marked "match" stays a result, and is no longer unreviewed.
+    expect(await screenWith(new Map([["sim-person-0001", "match"]]))).toEqual({
+      kind: "completed",
+      output: {
+        matched: true,
+        top_score: 1,
+        threshold: 0.7,
+        results: [boris],
+        dismissedHits: [],
+        unreviewedHits: 0,
+      },
     });
+    // A hit an analyst marked "no_match" for the subject is reported apart: not a result, so the
+    // screening is not matched by it and its score is not the top score.
+    const again = await screenWith(new Map([["sim-person-0001", "no_match"]]));
     expect(again).toEqual({
       kind: "completed",
-      output: { matched: true, top_score: 1, threshold: 0.7, results: [boris], unreviewedHits: [] },
+      output: {
+        matched: false,
+        top_score: 0,
+        threshold: 0.7,
+        results: [],
+        dismissedHits: [boris],
+        unreviewedHits: 0,
+      },
     });
     expect(openSanctionsBroker.hitsOf?.((again as { output: Record<string, unknown> }).output)).toEqual([
       {
@@ -240,14 +269,21 @@ describe("the opensanctions broker against the simulator", () => {
       caseType: "KYB",
       subject: { business: { legalName: "Harmless Bakery GmbH", country: "DE" } },
       externalCustomerId: null,
-      dismissedHits: new Set(),
+      verdicts: new Map(),
       runId: "r6",
       nodeId: "screen",
       config: cfg,
     });
     expect(clean).toEqual({
       kind: "completed",
-      output: { matched: false, top_score: 0, threshold: 0.7, results: [], unreviewedHits: [] },
+      output: {
+        matched: false,
+        top_score: 0,
+        threshold: 0.7,
+        results: [],
+        dismissedHits: [],
+        unreviewedHits: 0,
+      },
     });
     const wrong = { apiKey: "nope" };
     const refused = await openSanctionsBroker
@@ -258,7 +294,7 @@ describe("the opensanctions broker against the simulator", () => {
           caseType: "KYC",
           subject: person.subject,
           externalCustomerId: null,
-          dismissedHits: new Set(),
+          verdicts: new Map(),
           runId: "r7",
           nodeId: "s",
           config: cfg,

@@ -465,6 +465,26 @@ describe("pending actions (endpoint 5)", () => {
     expect(
       (idv.explain as { calls: Array<{ actor: string }> }).calls.filter((c) => c.actor.startsWith("apikey:")),
     ).toHaveLength(6);
+    // The case's trace shows them apart from the node's own calls: action, actor, status, duration.
+    const record = await h.app.inject({
+      method: "GET",
+      url: `/admin/cases/${s.caseId}`,
+      headers: adminHeaders,
+    });
+    const traced = (record.json().trace as Array<Record<string, unknown>>).find((e) => e.nodeId === "idv");
+    const own = traced?.calls as Array<{ actor: string }>;
+    expect(own.length).toBeGreaterThan(0);
+    expect(own.every((c) => c.actor === "node:idv")).toBe(true);
+    const byActions = traced?.actionCalls as Array<Record<string, unknown>>;
+    expect(byActions.map((c) => [c.action, c.actor, c.httpStatus])).toEqual(
+      ["sdk_token", "websdk_link", "prefill", "prefill", "reset_level_step", "reset_applicant"].map((a) => [
+        a,
+        `apikey:${s.partner.keyId}`,
+        200,
+      ]),
+    );
+    expect(byActions.every((c) => typeof c.durationMs === "number" && typeof c.at === "string")).toBe(true);
+    expect(traced?.verdicts).toEqual([]);
   });
 
   it("answers 400 for bad params, 404 for an unknown handle or an action not offered", async () => {

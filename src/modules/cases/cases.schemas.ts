@@ -239,7 +239,11 @@ export const TraceEntry = Type.Object(
       "Why the node went where it went, by node type: `rules` and `decision`: `matched` (the index " +
       'of the first rule or case that held, or "default"); `score`: `score`, `contributions` ' +
       "(`[{index, points}]` for every rule that held) and `band` (the index of the band that decided); " +
-      "`provider`: `brokerId` and the vendor calls made.",
+      "`provider`: `brokerId` and `calls`, the vendor calls the node made (`{action, attempt, httpStatus, " +
+      "durationMs, outcome, actor}`); `actionCalls`, the vendor calls made by pending and durable actions on " +
+      "the node's run, after the decision too (`{action, actor, attempt, httpStatus, durationMs, outcome, at}`); " +
+      "and on a screening broker's last step, `verdicts`, the analysts' verdicts on its hits made on this case " +
+      "(`{hitId, verdict: match | no_match, reason, actor, at}`). Never tokens, links or personal data.",
   },
 );
 

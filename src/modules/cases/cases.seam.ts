@@ -40,6 +40,18 @@ export interface AcceptedCase {
  */
 export type CaseAcceptHook = (cases: readonly AcceptedCase[]) => RawBuilder<unknown> | undefined;
 
+/**
+ * What a feature adds to the steps of a case's trace: what happened at a step after it ran (a
+ * provider's vendor calls made by actions, the verdicts on its hits). Given the trace as the
+ * features before it left it; answers it with its additions.
+ */
+export type TraceNotes = (
+  db: Executor,
+  tenantId: string,
+  caseId: string,
+  trace: Static<typeof TraceEntry>[],
+) => Promise<Static<typeof TraceEntry>[]>;
+
 /** Run in the transaction that closes a case, before the case is written closed. */
 export type CaseClosedHook = (tx: Tx, tenantId: string, caseId: string) => Promise<void>;
 
@@ -56,6 +68,8 @@ declare module "../../platform/app-types.js" {
   interface FeatureModule {
     /** The parts of a case record this feature keeps. */
     readonly caseRecord?: Partial<CaseRecordParts>;
+    /** What this feature adds to the steps of a case's trace (kept by another feature). */
+    readonly traceNotes?: TraceNotes;
     /** What this feature does when a case is closed, in the closing transaction. */
     readonly onCaseClosed?: CaseClosedHook;
     /** What this feature writes with each accepted case, in the statement that accepts it. */
@@ -82,8 +96,15 @@ export function caseSeamOf(features: readonly FeatureModule[]): CaseSeam {
   for (const name of ["tags", "informationRequests", "trace"] as const) {
     if (!parts[name]) throw new Error(`no feature keeps the case record's ${name}`);
   }
+  const notes = features.flatMap((f) => (f.traceNotes ? [f.traceNotes] : []));
+  const steps = (parts as CaseRecordParts).trace;
+  const trace: CaseRecordParts["trace"] = async (db, tenantId, caseId) => {
+    let entries = await steps(db, tenantId, caseId);
+    for (const note of notes) entries = await note(db, tenantId, caseId, entries);
+    return entries;
+  };
   return {
-    parts: parts as CaseRecordParts,
+    parts: { ...(parts as CaseRecordParts), trace },
     onClosed: features.flatMap((f) => (f.onCaseClosed ? [f.onCaseClosed] : [])),
     onAccept: features.flatMap((f) => (f.onCaseAccepted ? [f.onCaseAccepted] : [])),
     starts: new StartHandoff(),

@@ -103,6 +103,8 @@ export {
   type CaseRecordParts,
   /** The cases module's seam as a process's features make it (see `CaseRecordParts`). */
   caseSeamOf,
+  /** What a feature adds to the steps of a case's trace. */
+  type TraceNotes,
 } from "./cases.seam.js";
 export {
   /** A case as the partner API shows it (GET /cases/{caseId}). */

@@ -10,7 +10,7 @@ import {
   getReviewSlas,
   mayWork,
 } from "../cases/index.js";
-import { caseTrace, listPausedNodes, type PausedNode } from "../engine/index.js";
+import { listPausedNodes, type PausedNode } from "../engine/index.js";
 import { getTagOptions } from "../tags/index.js";
 import { getUsers } from "../users/index.js";
 import { type DeliveryView, getDeliveries } from "../webhooks/index.js";
@@ -67,12 +67,22 @@ export async function actorNames(ctx: AppContext, tenantId: string): Promise<Map
   ]);
 }
 
-/** The engine's trace, each step told in the words of its node type, quoting the version's rules. */
-async function traceOf(ctx: AppContext, record: CaseRecordView, tenantId: string): Promise<TraceStep[]> {
+/**
+ * The case's trace (the engine's steps with what other features noted on them), each step told in
+ * the words of its node type, quoting the version's rules; actors by their names.
+ */
+async function traceOf(
+  ctx: AppContext,
+  record: CaseRecordView,
+  tenantId: string,
+  names: ReadonlyMap<string, string>,
+): Promise<TraceStep[]> {
   const [trace, version] = await Promise.all([
-    caseTrace(ctx.db.root, tenantId, record.caseId),
+    ctx.cases.parts.trace(ctx.db.root, tenantId, record.caseId),
     getVersion(ctx, tenantId, record.workflowId, record.workflowVersion).catch(() => undefined),
   ]);
+  const named = (line: string) =>
+    line.replace(/\b(?:analyst:[0-9a-f-]{36}|apikey:[A-Za-z0-9_-]+)/g, (actor) => names.get(actor) ?? actor);
   return trace.map((entry) => ({
     seq: entry.seq,
     nodeId: entry.nodeId,
@@ -83,7 +93,7 @@ async function traceOf(ctx: AppContext, record: CaseRecordView, tenantId: string
     next: entry.next,
     facts: describeTrace(ctx.nodeTypes, [entry], version?.definition as JsonObject | undefined)
       .slice(1)
-      .map((line) => line.trim()),
+      .map((line) => named(line.trim())),
   }));
 }
 
@@ -123,7 +133,7 @@ export async function caseScreen(
     mayWork: worker ? mayWork(worker, row?.assignee_id ?? null) : false,
   };
   const [trace, paused, deliveries, options, panels, comments, slas, users] = await Promise.all([
-    traceOf(ctx, record, tenantId),
+    traceOf(ctx, record, tenantId, names),
     listPausedNodes(ctx, tenantId, caseId),
     getDeliveries(ctx, tenantId, { caseId, limit: 25 }),
     getTagOptions(ctx, tenantId),

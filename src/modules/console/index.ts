@@ -84,7 +84,7 @@ export {
   Fields,
   /** A table cell holding an id (or its start) as a link to its page. */
   LinkCell,
-  /** A value's underscores as spaces (`not_a_match` → `not a match`). */
+  /** A value's underscores as spaces (`no_match` → `no match`). */
   label,
   /** The options of a select, each value shown as it is, one of them chosen. */
   Options,

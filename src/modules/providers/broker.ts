@@ -1,3 +1,4 @@
+import type { Verdict } from "./providers.tables.js";
 import type { Signer, VendorClient } from "./vendor-http.js";
 
 /**
@@ -30,8 +31,8 @@ export interface Broker<Config = unknown, Credentials = unknown> {
 
   /**
    * A screening broker's hits in an output of its own (a node's or a rescreen's), for the
-   * analysts' review. A broker that has it is given `dismissedHits` and reports
-   * `unreviewedHits` in its outputs.
+   * analysts' review (its `results`, then its `dismissedHits`). A broker that has it is given
+   * the subject's `verdicts` and reports `dismissedHits` and `unreviewedHits` in its outputs.
    */
   hitsOf?(output: Record<string, unknown>): ScreeningHit[];
   /** A run's result in words for the case page (an identity check's answer, its labels, the applicant). */
@@ -124,11 +125,12 @@ export interface CaseSubject {
   subject: Record<string, unknown>;
   externalCustomerId: string | null;
   /**
-   * The hits an analyst marked "not a match" for the subject's entity (or for this case, when
-   * the subject has no key), by vendor id: a screening broker leaves them out of
+   * The verdict that holds for each hit analysts marked for the subject's entity (or for this
+   * case, when the subject has no key), by vendor id: a screening broker reports the `no_match`
+   * ones under `dismissedHits` instead of `results`, and counts the hits never marked in
    * `unreviewedHits`. Empty for brokers without `hitsOf`.
    */
-  dismissedHits: ReadonlySet<string>;
+  verdicts: ReadonlyMap<string, Verdict>;
 }
 
 export interface StartInput<Config> extends CaseSubject {

@@ -3,6 +3,7 @@ import type { JobHandler } from "../../platform/jobs.js";
 import { actionsRoutes } from "./actions.routes.js";
 import { providerNode } from "./provider.node.js";
 import { providerConfigsRoutes } from "./provider-configs.routes.js";
+import { providerTraceNotes } from "./provider-trace.js";
 import { providersCli } from "./providers.cli.js";
 import { providersConsole } from "./providers.console.js";
 import { vendorEventsRoutes } from "./vendor-events.routes.js";
@@ -25,6 +26,7 @@ export const providersModule = feature("providers", {
   ],
   console: providersConsole,
   nodeTypes: [providerNode],
+  traceNotes: providerTraceNotes,
   async routes(app, ctx) {
     actionsRoutes(app, ctx);
     providerConfigsRoutes(app, ctx);

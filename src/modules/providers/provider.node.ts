@@ -138,23 +138,54 @@ function replayRun(node: ProviderNode, replay: NodeReplay): NodeOutcome {
   return { kind: "continue", next: node.next, output: step.output, explain };
 }
 
-/** A screening's hits in words: how many, and which were not yet dismissed for the subject. */
+/** A screening's hits in words: how many, which were dismissed for the subject, how many are unreviewed. */
 function describeHits(entry: TraceEntry): string[] {
   const hitsOf = brokerOf(String(entry.brokerId))?.hitsOf;
   if (!hitsOf || !isJsonObject(entry.output)) return [];
-  const hits = hitsOf(entry.output).filter((h) => h.aboveThreshold);
-  const raw = entry.output.unreviewedHits;
-  const unreviewed = Array.isArray(raw)
-    ? hits.filter((h) => raw.some((u) => isJsonObject(u) && u.id === h.id))
-    : hits;
+  const output = entry.output;
+  const hits = hitsOf(output).filter((h) => h.aboveThreshold);
+  const ids = (list: unknown) =>
+    new Set(Array.isArray(list) ? list.filter(isJsonObject).map((h) => String(h.id)) : []);
+  // An output from before `dismissedHits`: its `unreviewedHits` listed the hits not dismissed.
+  const dismissedIds = Array.isArray(output.dismissedHits)
+    ? ids(output.dismissedHits)
+    : Array.isArray(output.unreviewedHits)
+      ? new Set(hits.map((h) => h.id).filter((id) => !ids(output.unreviewedHits).has(id)))
+      : new Set<string>();
   const names = (list: typeof hits) => list.map((h) => `${h.name} (${h.score})`).join(", ");
+  const raised = hits.filter((h) => !dismissedIds.has(h.id));
+  const dismissed = hits.filter((h) => dismissedIds.has(h.id));
   if (hits.length === 0) return ["no hit at or above the threshold"];
-  const dismissed = hits.length - unreviewed.length;
   return [
-    `${hits.length} hit${hits.length === 1 ? "" : "s"} at or above the threshold: ${names(hits)}`,
-    ...(dismissed > 0
-      ? [`${dismissed} of them marked "not a match" for this subject earlier, not raised again`]
+    raised.length > 0
+      ? `${raised.length} hit${raised.length === 1 ? "" : "s"} at or above the threshold: ${names(raised)}`
+      : "no hit at or above the threshold left in the results",
+    ...(typeof output.unreviewedHits === "number" && raised.length > 0
+      ? [`${output.unreviewedHits} of them not reviewed yet for this subject`]
       : []),
+    ...(dismissed.length > 0
+      ? [`${names(dismissed)} marked "no match" for this subject earlier: dismissed, not raised again`]
+      : []),
+  ];
+}
+
+/** What happened at a provider step after it ran: the vendor calls of actions and the verdicts on its hits. */
+function describeAfter(entry: TraceEntry): string[] {
+  const list = (v: unknown) => (Array.isArray(v) ? v.filter(isJsonObject) : []);
+  const when = (at: unknown) => `${String(at).slice(0, 19).replace("T", " ")} UTC`;
+  return [
+    ...list(entry.actionCalls).map(
+      (c) =>
+        `${when(c.at)}: vendor call ${String(c.action)} by ${String(c.actor)}: ${
+          c.httpStatus === null ? "no answer" : `HTTP ${String(c.httpStatus)}`
+        }, ${String(c.durationMs)} ms`,
+    ),
+    ...list(entry.verdicts).map(
+      (v) =>
+        `${when(v.at)}: hit ${String(v.hitId)} marked "${String(v.verdict).replace(/_/g, " ")}" by ${String(
+          v.actor,
+        )}: ${String(v.reason)}`,
+    ),
   ];
 }
 
@@ -356,7 +387,8 @@ export const providerNode: NodeType<ProviderNode> = {
           : ""
       }`,
     ];
-    if (entry.status === "waiting") return [...lines, "waiting for the vendor's result"];
-    return [...lines, ...describeHits(entry), ...describeEnd(entry)];
+    if (entry.status === "waiting")
+      return [...lines, "waiting for the vendor's result", ...describeAfter(entry)];
+    return [...lines, ...describeHits(entry), ...describeEnd(entry), ...describeAfter(entry)];
   },
 };

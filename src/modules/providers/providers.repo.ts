@@ -272,3 +272,8 @@ export async function markEventHandled(
     { handled_at: sql<Date>`now()`, outcome },
   );
 }
+
+/** The vendor calls made for a case, oldest first. */
+export function listCallsOfCase(db: Executor, tenantId: string, caseId: string): Promise<ProviderCallRow[]> {
+  return findRows(db, "provider_calls", { tenant_id: tenantId, case_id: caseId }, ["id"]);
+}

@@ -4,6 +4,7 @@ import { providerCalls } from "../../platform/metrics.js";
 import type { Broker, BrokerCall, CaseSubject, RunView } from "./broker.js";
 import type { OpenedConfig } from "./provider-configs.service.js";
 import { type CallScope, insertCall, type ProviderRunRow } from "./providers.repo.js";
+import type { Verdict } from "./providers.tables.js";
 import { type CallRecord, VendorClient } from "./vendor-http.js";
 
 /**
@@ -59,9 +60,9 @@ export function runViewOf(broker: Broker, run: ProviderRunRow): RunView<unknown>
   };
 }
 
-const NONE: ReadonlySet<string> = new Set();
+const NONE: ReadonlyMap<string, Verdict> = new Map();
 
-/** The case as brokers see it; `dismissedHits` for a screening broker (see `screenedSubject`). */
+/** The case as brokers see it; the hits' `verdicts` for a screening broker (see `screenedSubject`). */
 export function caseSubjectOf(
   row: {
     id: string;
@@ -69,14 +70,14 @@ export function caseSubjectOf(
     subject: Record<string, unknown>;
     external_customer_id: string | null;
   },
-  dismissedHits: ReadonlySet<string> = NONE,
+  verdicts: ReadonlyMap<string, Verdict> = NONE,
 ): CaseSubject {
   return {
     caseId: row.id,
     caseType: row.type,
     subject: row.subject,
     externalCustomerId: row.external_customer_id,
-    dismissedHits,
+    verdicts,
   };
 }
 

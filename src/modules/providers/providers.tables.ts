@@ -68,7 +68,8 @@ export interface ProviderEventsTable {
   outcome: string | null;
 }
 
-export type Verdict = "match" | "not_a_match";
+/** An analyst's verdict on a screening hit (contract section 6). */
+export type Verdict = "match" | "no_match";
 
 export interface ScreeningReviewsTable {
   id: Generated<number>;

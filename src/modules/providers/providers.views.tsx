@@ -161,10 +161,10 @@ function HitCard({
             <FormError page={page} form={form} />
             <fieldset class="checks">
               <legend>Is this hit the case's subject?</legend>
-              {(["match", "not_a_match"] as const).map((v) => (
+              {(["match", "no_match"] as const).map((v) => (
                 <label>
                   <input type="radio" name="verdict" value={v} checked={kept(page, form, "verdict") === v} />{" "}
-                  {v === "match" ? "Match: it is the subject" : "Not a match: it is someone else"}
+                  {v === "match" ? "Match: it is the subject" : "No match: it is someone else"}
                 </label>
               ))}
               <FieldError page={page} form={form} field="verdict" />
@@ -206,8 +206,8 @@ export function ScreeningPanel({
         </p>
       ) : (
         <p class="small muted">
-          A hit marked “not a match” is remembered for this customer: a rescreen or a later case of theirs
-          does not raise it again (<span class="mono">unreviewedHits</span> leaves it out).
+          A hit marked “no match” is remembered for this customer: a rescreen or a later case of theirs
+          reports it under <span class="mono">dismissedHits</span>, not <span class="mono">results</span>.
         </p>
       )}
       {screenings.latest.map((screening) => (
@@ -433,7 +433,14 @@ export function ActionResult({
   /** Whether the service keeps the output (a rescreen's hits), or shows it this once (a link). */
   kept?: boolean;
 }) {
-  const hits = Array.isArray(output?.unreviewedHits) ? output.unreviewedHits.map(obj) : undefined;
+  // A screening's output: its hits at or above the threshold, and how many nobody reviewed.
+  const unreviewed = typeof output?.unreviewedHits === "number" ? output.unreviewedHits : undefined;
+  const threshold = typeof output?.threshold === "number" ? output.threshold : 0;
+  const hits =
+    unreviewed !== undefined && Array.isArray(output?.results)
+      ? output.results.map(obj).filter((h) => typeof h.score === "number" && h.score >= threshold)
+      : undefined;
+  const dismissed = Array.isArray(output?.dismissedHits) ? output.dismissedHits.length : 0;
   return (
     <section class={`notice notice-${outcome === "ok" ? "ok" : "error"}`} id="action-result" role="status">
       <h2>
@@ -442,9 +449,15 @@ export function ActionResult({
       {message ? <p>{message}</p> : null}
       {hits ? (
         <p>
-          {hits.length === 0
-            ? "No hit left to review: every hit at or above the threshold was marked “not a match” for this subject, or there is none."
-            : `${hits.length} hit${hits.length === 1 ? "" : "s"} to review: ${hits.map((h) => `${str(h.caption)} (${String(h.score)})`).join(", ")}.`}
+          {unreviewed === 0
+            ? "No hit left to review: every hit at or above the threshold has a verdict for this subject, or there is none."
+            : `${unreviewed} hit${unreviewed === 1 ? "" : "s"} to review.`}{" "}
+          {hits.length > 0
+            ? `At or above the threshold: ${hits.map((h) => `${str(h.caption)} (${String(h.score)})`).join(", ")}.`
+            : ""}{" "}
+          {dismissed > 0
+            ? `${dismissed} hit${dismissed === 1 ? "" : "s"} marked “no match” for this subject earlier: dismissed.`
+            : ""}
         </p>
       ) : null}
       {output && !hits ? (

@@ -13,9 +13,10 @@ import { insertReview, listActionsOfCase, listReviewsFor, type ReviewRow } from 
 
 // Screening review: an analyst's verdict on each hit a screening broker raised. A verdict is
 // remembered for the entity of the case's subject, so that a rescreen or a later case of the
-// same customer does not raise a hit already found not to be them (`unreviewedHits`).
+// same customer reports a hit already found not to be them under `dismissedHits`, not `results`,
+// and counts in `unreviewedHits` only the hits nobody marked.
 
-export const VERDICTS: readonly Verdict[] = ["match", "not_a_match"];
+export const VERDICTS: readonly Verdict[] = ["match", "no_match"];
 const MAX_REASON = 2000;
 
 /** Who reviews: the tenant and the audit log's label of the user (`analyst:<userId>`). */
@@ -90,7 +91,7 @@ function verdictsOf(rows: readonly ReviewRow[]): Map<string, ReviewView> {
 }
 
 /**
- * The case as a broker sees it, with the hits dismissed for its subject when the broker screens
+ * The case as a broker sees it, with the verdicts on its subject's hits when the broker screens
  * (read with no transaction open, before the vendor is called).
  */
 export async function screenedSubject(
@@ -101,8 +102,7 @@ export async function screenedSubject(
 ): Promise<CaseSubject> {
   if (!broker.hitsOf) return caseSubjectOf(row);
   const reviews = await listReviewsFor(db, tenantId, scopeOf(tenantId, row), broker.id);
-  const dismissed = [...verdictsOf(reviews).values()].filter((v) => v.verdict === "not_a_match");
-  return caseSubjectOf(row, new Set(dismissed.map((v) => v.hitId)));
+  return caseSubjectOf(row, new Map([...verdictsOf(reviews).values()].map((v) => [v.hitId, v.verdict])));
 }
 
 /** Every screening of the case, newest first: its nodes' runs and its kept rescreens. */
@@ -167,7 +167,7 @@ export async function reviewHit(
   const problems = [
     ...((VERDICTS as readonly string[]).includes(input.verdict)
       ? []
-      : [{ path: "verdict", message: "Choose “match” or “not a match”." }]),
+      : [{ path: "verdict", message: "Choose “match” or “no match”." }]),
     ...(reason.length === 0 || reason.length > MAX_REASON
       ? [{ path: "reason", message: `A reason of 1 to ${MAX_REASON} characters is required.` }]
       : []),

@@ -24,7 +24,7 @@ const STATUS_TONE: Record<string, Tone> = {
   enabled: "green",
   disabled: "grey",
   match: "red",
-  not_a_match: "green",
+  no_match: "green",
   not_reviewed: "amber",
   ok: "green",
   timed_out: "grey",

@@ -77,23 +77,31 @@ async function screen(vendor: VendorClient, kase: CaseSubject, config: OpenSanct
       countries: strings(props.country),
     };
   });
-  const top = results.reduce((max, r) => Math.max(max, r.score), 0);
-  const hits = results.filter((r) => r.score >= config.threshold);
+  // A hit whose verdict for the subject is "no_match" is reported apart, under `dismissedHits`:
+  // `matched` and `top_score` are over `results` alone, so a known false positive does not make
+  // the case matched again.
+  const dismissed = (r: { id: string }) => kase.verdicts.get(r.id) === "no_match";
+  const kept = results.filter((r) => !dismissed(r));
+  const top = kept.reduce((max, r) => Math.max(max, r.score), 0);
+  const hits = kept.filter((r) => r.score >= config.threshold);
   return {
     matched: hits.length > 0,
     top_score: top,
+    results: kept,
+    dismissedHits: results.filter(dismissed),
+    // How many of the hits at or above the threshold no analyst has marked for the subject.
+    unreviewedHits: hits.filter((r) => !kase.verdicts.has(r.id)).length,
     threshold: config.threshold,
-    results,
-    // The hits no analyst has marked "not a match" for the subject's entity: a rule on
-    // `size(nodes.<id>.unreviewedHits) > 0` does not raise a known false positive again.
-    unreviewedHits: hits.filter((r) => !kase.dismissedHits.has(r.id)),
   };
 }
 
 /** The hits of a screening's output (a node's or a rescreen's), for the analysts' review. */
 function hitsOf(output: Record<string, unknown>): ScreeningHit[] {
   const threshold = typeof output.threshold === "number" ? output.threshold : undefined;
-  const results = Array.isArray(output.results) ? output.results.map(obj) : [];
+  // The results, then the hits dismissed for the subject (still reviewable: a verdict can change).
+  const results = [output.results, output.dismissedHits].flatMap((list) =>
+    Array.isArray(list) ? list.map(obj) : [],
+  );
   return results.map((r) => {
     const score = typeof r.score === "number" ? r.score : 0;
     return {
