@@ -154,5 +154,6 @@ describe("tenants take turns on the evaluation threads", () => {
       expect(JSON.stringify(events[0]?.payload)).toContain(DEADLINE_ERROR);
     }
     expect(pendingOnThreads(hostile.tenantId)).toBe(0);
-  });
+    // Eight deadlines in turns, and the waits above: what bounds it is the conditions, not this.
+  }, 300_000);
 });
