@@ -65,7 +65,7 @@ export async function claimDeliveries(
           SELECT d.id, d.tenant_id, d.webhook_key, d.next_attempt_at, d.claims
           FROM webhook_deliveries d
           WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-            AND NOT (d.claims = 0 AND d.handed_until > now())
+            AND (d.claims > 0 OR d.handed_until IS NULL OR d.handed_until <= now())
             AND NOT EXISTS (SELECT 1 FROM busy f WHERE f.tenant_id = d.tenant_id AND f.webhook_key = d.webhook_key)
           ORDER BY d.next_attempt_at
           LIMIT ${limit * 8}
@@ -79,7 +79,7 @@ export async function claimDeliveries(
         WHERE d.id IN (
           SELECT id FROM due WHERE place <= ${lanes.perEndpoint} ORDER BY next_attempt_at LIMIT ${limit}
         ) AND d.status = 'pending' AND d.next_attempt_at <= now()
-          AND NOT (d.claims = 0 AND d.handed_until > now())
+          AND (d.claims > 0 OR d.handed_until IS NULL OR d.handed_until <= now())
         FOR UPDATE OF d SKIP LOCKED
       ),
       claimed AS (
