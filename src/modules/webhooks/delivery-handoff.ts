@@ -19,10 +19,10 @@ export interface DeliveryTaker {
   /** Which of the deliveries about to be inserted it takes (reserving a slot for each). */
   reserve(endpoints: Endpoint[]): boolean[];
   /**
-   * The reserved deliveries, inserted leased to it and committed; `unused` reservations were
-   * not (the transaction rolled back, or the delivery had no configuration).
+   * The deliveries inserted leased to it, once committed (none if the transaction rolled back),
+   * and the endpoints of every reservation made for them (`reserve`'s true ones), now settled.
    */
-  take(handed: AttemptContext[], unused: number): void;
+  take(handed: AttemptContext[], reserved: Endpoint[]): void;
 }
 
 const takers = new WeakMap<Db, DeliveryTaker>();

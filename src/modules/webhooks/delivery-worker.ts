@@ -44,6 +44,8 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
   readonly #handed = new Set<string>();
   /** Slots reserved for deliveries being inserted by this process's transactions. */
   #reserved = 0;
+  /** The same, per endpoint: they take room in its lane before they arrive. */
+  readonly #reservedFor = new Map<string, number>();
   readonly #running = new Set<Promise<void>>();
   readonly #outcomes: Batcher<Outcome, void>;
   #stopped = true;
@@ -83,21 +85,25 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     if (free <= 0) return endpoints.map(() => false);
     // A lane that is full or stalled takes none: its deliveries wait in the table, unwritten, as
     // a claim passes over them; one with room takes at most what it has room for.
-    const room = new Map<string, number>();
-    const taken = endpoints.map((e) => {
-      const key = JSON.stringify([e.tenantId, e.webhookKey]);
-      const left = room.get(key) ?? this.#gate.room(e.tenantId, e.webhookKey);
-      if (free <= 0 || left <= 0) return false;
-      room.set(key, left - 1);
+    return endpoints.map((e) => {
+      const key = endpointKey(e);
+      const held = this.#reservedFor.get(key) ?? 0;
+      if (free <= 0 || this.#gate.room(e.tenantId, e.webhookKey) - held <= 0) return false;
+      this.#reservedFor.set(key, held + 1);
+      this.#reserved++;
       free--;
       return true;
     });
-    this.#reserved += taken.filter(Boolean).length;
-    return taken;
   }
 
-  take(handed: AttemptContext[], unused: number): void {
-    this.#reserved -= handed.length + unused;
+  take(handed: AttemptContext[], reserved: Endpoint[]): void {
+    this.#reserved -= reserved.length;
+    for (const e of reserved) {
+      const key = endpointKey(e);
+      const held = (this.#reservedFor.get(key) ?? 1) - 1;
+      if (held > 0) this.#reservedFor.set(key, held);
+      else this.#reservedFor.delete(key);
+    }
     if (handed.length === 0) return;
     if (this.#stopped) {
       // Stopped meanwhile: given back to any worker's claim, no attempt counted.
@@ -258,4 +264,8 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
       this.#ctx.log.warn({ err }, "renewing webhook claims failed");
     }
   }
+}
+
+function endpointKey(e: Endpoint): string {
+  return `${e.tenantId}\u0000${e.webhookKey}`;
 }

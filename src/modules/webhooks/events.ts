@@ -90,7 +90,9 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
   const taker = open && takerOf(open.db);
   const hand =
     taker?.reserve(delivered.map((r) => ({ tenantId: r.event.tenantId, webhookKey: r.webhookKey }))) ?? [];
-  const reserved = hand.filter(Boolean).length;
+  const reserved = delivered.flatMap((r, i) =>
+    hand[i] === true ? [{ tenantId: r.event.tenantId, webhookKey: r.webhookKey }] : [],
+  );
   const deliveryValues = sql.join(
     delivered.map(
       (r, i) =>
@@ -132,10 +134,10 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
              h.max_attempts, h.timeout_ms
       FROM woken LEFT JOIN routed h ON h.configured AND h.hand`.execute(tx);
   } catch (err) {
-    if (reserved > 0) taker?.take([], reserved);
+    if (reserved.length > 0) taker?.take([], reserved);
     throw err;
   }
-  if (open && taker && reserved > 0) {
+  if (open && taker && reserved.length > 0) {
     const handed = result.rows
       .filter((row) => row.id !== null)
       .map((row) =>
@@ -147,9 +149,7 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
           config: configOf(row),
         }),
       );
-    open.onEnd((committed) =>
-      committed ? taker.take(handed, reserved - handed.length) : taker.take([], reserved),
-    );
+    open.onEnd((committed) => taker.take(committed ? handed : [], reserved));
   }
   return rows.map((r) => r.id);
 }
