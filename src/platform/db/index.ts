@@ -91,22 +91,19 @@ function makeDb(
   checkNestedQueries: boolean,
 ): Db {
   const run = async <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => {
-    let ends: Array<(committed: boolean) => void> = [];
-    const end = (committed: boolean) => {
-      for (const f of ends) f(committed);
-      ends = [];
-    };
+    const ends: Array<(committed: boolean) => void> = [];
+    let result: T;
     try {
-      const result = await root.transaction().execute((tx) => {
+      result = await root.transaction().execute((tx) => {
         openTransactions.set(tx, { db, ends });
         return fn(tx);
       });
-      end(true);
-      return result;
     } catch (err) {
-      end(false);
+      for (const f of ends) f(false);
       throw err;
     }
+    for (const f of ends) f(true);
+    return result;
   };
   const db: Db = {
     kind,

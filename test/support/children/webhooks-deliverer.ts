@@ -10,8 +10,8 @@
  */
 import { loadConfig } from "../../../src/config.js";
 import { createAppContext } from "../../../src/context.js";
-import { openDb } from "../../../src/platform/db/index.js";
 import { emitEvents } from "../../../src/modules/webhooks/events.js";
+import { openDb } from "../../../src/platform/db/index.js";
 import { createLogger } from "../../../src/platform/logger.js";
 import { startWorker } from "../../../src/worker.js";
 
