@@ -37,7 +37,12 @@ async function database(): Promise<{ open(): Promise<Db>; env: Record<string, st
   return { open: () => openDb({ dataDir: dir }), env: { CDS_DATA_DIR: dir } };
 }
 
-async function seed(db: Db, url: string): Promise<{ expected: Map<number, string> }> {
+/** A tenant with a webhook configuration to `url`, and a case of it. */
+async function configured(
+  db: Db,
+  url: string,
+  timeoutMs = 5000,
+): Promise<{ tenantId: string; caseId: string }> {
   await migrate(db, serviceMigrations());
   const tenantId = uuid();
   await insertTenant(db.root, tenantId, "Crash Bank");
@@ -48,9 +53,14 @@ async function seed(db: Db, url: string): Promise<{ expected: Map<number, string
     secretsSealed: false,
     activeSecretId: "s1",
     maxAttempts: 10,
-    timeoutMs: 5000,
+    timeoutMs,
   });
   const caseId = await createStoredCase({ db }, tenantId, "running");
+  return { tenantId, caseId };
+}
+
+async function seed(db: Db, url: string): Promise<{ expected: Map<number, string> }> {
+  const { tenantId, caseId } = await configured(db, url);
   for (let batch = 0; batch < EVENTS / 500; batch++) {
     await db.transaction(async (tx) => {
       for (let i = batch * 500; i < (batch + 1) * 500; i++) {
@@ -79,6 +89,74 @@ async function seed(db: Db, url: string): Promise<{ expected: Map<number, string
 
 const sequenceOf = (r: ReceivedRequest): number => r.json().output.sequence;
 
+/** The environment of a delivering child over `store`. */
+const childEnv = (store: { env: Record<string, string> }) => ({
+  ...store.env,
+  CDS_ADMIN_TOKEN: ADMIN_TOKEN,
+  CDS_LOG_LEVEL: "silent",
+  CDS_JOB_LEASE_SECONDS: "1",
+  CDS_JOB_POLL_MS: "100",
+  CDS_ALLOW_PRIVATE_TARGETS: "true",
+});
+
+/*
+ * A delivery the inserting process's worker took at its insert has no claim row: its first attempt
+ * is counted by the lease written with it. The process is killed while those attempts are open
+ * (the receiver never answers them); another process delivers the events afterwards, once the
+ * lease has run out, each with its webhookId, logging the first attempt as interrupted.
+ */
+it("delivers the deliveries handed to a process killed while sending them, their first attempt logged as interrupted", async () => {
+  const receiver = await Receiver.start();
+  cleanups.push(() => receiver.close());
+  receiver.on("/handed", { stall: true });
+  const store = await database();
+  let db = await store.open();
+  const { tenantId, caseId } = await configured(db, receiver.url("/handed"), 30_000);
+  await db.close();
+
+  const count = 3;
+  const env = childEnv(store);
+  let child = runTs("test/support/children/webhooks-deliverer.ts", [tenantId, caseId, String(count)], env);
+  cleanups.push(() => child.kill("SIGKILL"));
+  const [, handed, claims] = await child.line(/^emitted (\d+) (\d+)$/, 30_000);
+  expect([Number(handed), Number(claims)]).toEqual([count, 0]);
+  await receiver.waitFor(count, { path: "/handed" });
+  expect(receiver.open("/handed")).toBe(count);
+  child.kill("SIGKILL");
+  expect(await child.exited).toBe("SIGKILL");
+
+  receiver.on("/handed", { status: 204 });
+  child = runTs("test/support/children/webhooks-deliverer.ts", [], env);
+  await child.line(/^ready/, 30_000);
+  const [, succeeded, failed] = await child.line(/^settled (\d+) (\d+)$/, 60_000);
+  expect([Number(succeeded), Number(failed)]).toEqual([count, 0]);
+  child.kill("SIGTERM");
+  expect(await child.exited).toBe(0);
+
+  const requests = receiver.received("/handed");
+  expect(requests).toHaveLength(count * 2);
+  const ids = new Map<number, Set<string>>();
+  for (const r of requests) {
+    const body = r.json();
+    ids.set(body.output.i, (ids.get(body.output.i) ?? new Set()).add(body.webhookId));
+  }
+  expect([...ids.values()].map((s) => s.size)).toEqual(Array(count).fill(1));
+
+  db = await store.open();
+  const rows = await db.root
+    .selectFrom("webhook_deliveries as d")
+    .leftJoin("webhook_attempts as a", "a.delivery_id", "d.id")
+    .select(["d.status", "d.attempt_count", "a.attempt", "a.error"])
+    .where("d.tenant_id", "=", tenantId)
+    .execute();
+  await db.close();
+  expect(rows).toHaveLength(count);
+  for (const row of rows) {
+    expect(row).toMatchObject({ status: "succeeded", attempt_count: 2, attempt: 1 });
+    expect(row.error).toMatch(/^interrupted/);
+  }
+}, 120_000);
+
 it("delivers each of 5,000 events at least once while the delivering process is killed with SIGKILL, a duplicate keeping its webhookId", async () => {
   const receiver = await Receiver.start();
   cleanups.push(() => receiver.close());
@@ -91,14 +169,7 @@ it("delivers each of 5,000 events at least once while the delivering process is 
   // The embedded database can be open in one process only; a server database stays open here.
   await db.close();
 
-  const env = {
-    ...store.env,
-    CDS_ADMIN_TOKEN: ADMIN_TOKEN,
-    CDS_LOG_LEVEL: "silent",
-    CDS_JOB_LEASE_SECONDS: "1",
-    CDS_JOB_POLL_MS: "100",
-    CDS_ALLOW_PRIVATE_TARGETS: "true",
-  };
+  const env = childEnv(store);
   // The events received so far, read once per request (the receiver's checks run on each).
   const seen = new Set<number>();
   let read = 0;

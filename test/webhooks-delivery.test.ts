@@ -413,3 +413,76 @@ describe("isolation", () => {
     expect(deliveries.every((d: Delivery) => d.status === "succeeded" && d.attemptCount === 1)).toBe(true);
   });
 });
+
+describe("deliveries handed to the inserting process's worker", () => {
+  // A claim row is deleted with its last outcome: a trigger keeps the deliveries every claim held.
+  beforeAll(async () => {
+    const db = h.ctx.db.root;
+    await sql`CREATE TABLE test_claimed (delivery_id uuid NOT NULL)`.execute(db);
+    await sql`CREATE FUNCTION test_note_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO test_claimed SELECT unnest(NEW.deliveries); RETURN NEW; END $$`.execute(db);
+    await sql`CREATE TRIGGER test_note_claim AFTER INSERT ON webhook_claims
+      FOR EACH ROW EXECUTE FUNCTION test_note_claim()`.execute(db);
+  });
+
+  async function claimed(deliveryIds: string[]): Promise<string[]> {
+    const { rows } = await sql<{ delivery_id: string }>`
+      SELECT delivery_id FROM test_claimed WHERE delivery_id = ANY(${deliveryIds}::uuid[])`.execute(
+      h.ctx.db.root,
+    );
+    return rows.map((r) => r.delivery_id);
+  }
+
+  it("sends the first attempt of a delivery this process inserted with no claim, and logs it as any attempt", async () => {
+    const s = await scenario();
+    receiver.on(s.path, { status: 204 });
+    await emit(decided(s));
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery).toMatchObject({ status: "succeeded", attemptCount: 1 });
+    expect(delivery.attempts.map((a: Delivery) => [a.attempt, a.statusCode, a.error])).toEqual([
+      [1, 204, null],
+    ]);
+    expect(receiver.received(s.path)).toHaveLength(1);
+    expect(await claimed([delivery.deliveryId])).toEqual([]);
+  });
+
+  it("hands a retry's later attempts to claims like any delivery's", async () => {
+    const s = await scenario({ maxAttempts: 2 });
+    receiver.on(s.path, { status: 500 });
+    await emit(decided(s));
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery).toMatchObject({ status: "failed", attemptCount: 2 });
+    expect(await claimed([delivery.deliveryId])).toEqual([delivery.deliveryId]);
+  });
+
+  /*
+   * A stalled endpoint's lane takes no more handed deliveries than it has room for: the rest of
+   * its backlog waits in the table, passed over by claims. Another tenant's deliveries all arrive
+   * while every hanging attempt is still open. (Whether they are handed or claimed depends on how
+   * quickly the receiver answers them: a lane without a quick answer for 300 ms takes no hand-off.)
+   */
+  it("a stalled endpoint's handed deliveries take its lane's room only, and do not hold another tenant's", async () => {
+    const hanging = await scenario({ timeoutMs: 30_000, maxAttempts: 1 });
+    receiver.on(hanging.path, { stall: true });
+    const lane = h.ctx.config.webhookEndpointConcurrency;
+    await h.ctx.db.transaction(async (tx) => {
+      for (let i = 0; i < h.ctx.config.webhookConcurrency * 2; i++) await emitEvent(tx, decided(hanging));
+    });
+    await receiver.waitFor(lane, { path: hanging.path });
+    const { rows } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM webhook_deliveries
+      WHERE tenant_id = ${hanging.tenantId} AND claims = 0 AND handed_until IS NOT NULL`.execute(
+      h.ctx.db.root,
+    );
+    expect(rows[0]?.n).toBe(lane);
+
+    const healthy = await scenario();
+    const count = 30;
+    for (let i = 0; i < count; i++) await emit(decided(healthy));
+    await receiver.waitFor(count, { path: healthy.path, timeoutMs: 25_000 });
+    expect(receiver.open(hanging.path)).toBe(lane);
+    expect(receiver.received(hanging.path)).toHaveLength(lane);
+    const delivered = await settled(healthy.tenantId, count, 20_000, "?limit=100");
+    expect(delivered.every((d: Delivery) => d.status === "succeeded" && d.attemptCount === 1)).toBe(true);
+  });
+});

@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import { type Db, type Executor, findRow, findRows, type Row } from "../../platform/db/index.js";
+import { notifyDeliveries } from "./delivery-queue.js";
 import type { WebhookConfigRow } from "./webhook-configs.repo.js";
 import type { DeliveryStatus, WebhookSecret } from "./webhooks.tables.js";
 
@@ -33,8 +34,10 @@ const CLAIM_LOCK = 7_007_2012;
  * where it is, unwritten, instead of being claimed and handed back), as one claim row that holds their
  * entries (decision 0007): the attempts are counted before anything is sent, and no delivery row
  * is written. A delivery with an open entry in a live claim is another worker's; the open entries
- * of claims whose lease ran out are attempts a process that died had started, and count.
- * Rows another transaction holds (a redelivery) are skipped.
+ * of claims whose lease ran out are attempts a process that died had started, and count; so does
+ * the first attempt of a delivery handed to its inserting process (`handed_until`, claim turn 1)
+ * once that lease has run out with no outcome recorded, and while it is alive the delivery is
+ * that process's. Rows another transaction holds (a redelivery) are skipped.
  */
 export async function claimDeliveries(
   db: Db,
@@ -62,6 +65,7 @@ export async function claimDeliveries(
           SELECT d.id, d.tenant_id, d.webhook_key, d.next_attempt_at, d.claims
           FROM webhook_deliveries d
           WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+            AND (d.claims > 0 OR d.handed_until IS NULL OR d.handed_until <= now())
             AND NOT EXISTS (SELECT 1 FROM busy f WHERE f.tenant_id = d.tenant_id AND f.webhook_key = d.webhook_key)
           ORDER BY d.next_attempt_at
           LIMIT ${limit * 8}
@@ -70,15 +74,17 @@ export async function claimDeliveries(
       ),
       picked AS (
         SELECT d.id, d.tenant_id, d.webhook_key, d.body, d.claims, d.attempt_count, d.last_attempt_at,
-               d.next_attempt_at
+               d.next_attempt_at, (d.claims = 0 AND d.handed_until IS NOT NULL)::int AS handed
         FROM webhook_deliveries d
         WHERE d.id IN (
           SELECT id FROM due WHERE place <= ${lanes.perEndpoint} ORDER BY next_attempt_at LIMIT ${limit}
-        ) AND d.status = 'pending'
+        ) AND d.status = 'pending' AND d.next_attempt_at <= now()
+          AND (d.claims > 0 OR d.handed_until IS NULL OR d.handed_until <= now())
         FOR UPDATE OF d SKIP LOCKED
       ),
       claimed AS (
-        SELECT p.*, coalesce(s.n, 0)::int AS interrupted, greatest(p.claims, coalesce(s.turn, 0)) + 1 AS turn
+        SELECT p.*, coalesce(s.n, 0)::int + p.handed AS interrupted,
+               greatest(p.claims, coalesce(s.turn, 0), p.handed) + 1 AS turn
         FROM picked p
         LEFT JOIN LATERAL (
           SELECT count(*) AS n, max(o.turn) AS turn FROM open o
@@ -107,26 +113,44 @@ export async function claimDeliveries(
     interrupted: row.interrupted as number,
     attempt: (row.attempt_count as number) + (row.interrupted as number) + 1,
     prev_attempt_at: row.prev_attempt_at as Date | null,
-    config:
-      row.url === null
-        ? null
-        : {
-            url: row.url as string,
-            secrets: row.secrets as WebhookSecret[],
-            secrets_sealed: row.secrets_sealed as boolean,
-            active_secret_id: row.active_secret_id as string | null,
-            max_attempts: row.max_attempts as number,
-            timeout_ms: row.timeout_ms as number,
-          },
+    config: configOf(row),
   }));
 }
 
-/** Pushes the leases of a worker's claims forward; and forgets dead claims with no open entry left. */
-export async function renewClaims(db: Executor, claimIds: string[], leaseSeconds: number): Promise<void> {
+/** The configuration columns a claim (or a hand-off) read with its deliveries, or null without one. */
+export function configOf(row: Record<string, unknown>): AttemptContext["config"] {
+  return row.url === null || row.url === undefined
+    ? null
+    : {
+        url: row.url as string,
+        secrets: row.secrets as WebhookSecret[],
+        secrets_sealed: row.secrets_sealed as boolean,
+        active_secret_id: row.active_secret_id as string | null,
+        max_attempts: row.max_attempts as number,
+        timeout_ms: row.timeout_ms as number,
+      };
+}
+
+/**
+ * Pushes the leases of a worker's claims forward, and those of its handed deliveries still in
+ * flight whose lease is half gone (most attempts end before, and cost no renewal); and forgets
+ * dead claims with no open entry left.
+ */
+export async function renewClaims(
+  db: Executor,
+  claimIds: string[],
+  handedIds: string[],
+  leaseSeconds: number,
+): Promise<void> {
   await sql`
     WITH renewed AS (
       UPDATE webhook_claims SET lease_until = now() + ${leaseSeconds} * interval '1 second'
       WHERE id = ANY(${claimIds}::uuid[])
+    ),
+    handed AS (
+      UPDATE webhook_deliveries SET handed_until = now() + ${leaseSeconds} * interval '1 second'
+      WHERE id = ANY(${handedIds}::uuid[]) AND claims = 0 AND status = 'pending'
+        AND handed_until < now() + ${leaseSeconds / 2} * interval '1 second'
     )
     DELETE FROM webhook_claims c
     WHERE c.lease_until < now() AND NOT (c.id = ANY(${claimIds}::uuid[])) AND NOT EXISTS (
@@ -134,6 +158,17 @@ export async function renewClaims(db: Executor, claimIds: string[], leaseSeconds
       JOIN webhook_deliveries d ON d.id = e.delivery_id
       WHERE d.status = 'pending' AND d.claims < e.turn
     )`.execute(db);
+}
+
+/** Handed deliveries a stopped worker will not attempt: back to any worker's claim, no attempt counted. */
+export async function giveBackHanded(db: Executor, ids: string[]): Promise<void> {
+  await sql`
+    WITH given AS (
+      UPDATE webhook_deliveries SET handed_until = NULL
+      WHERE id = ANY(${ids}::uuid[]) AND claims = 0 AND status = 'pending'
+      RETURNING id
+    )
+    SELECT ${notifyDeliveries} WHERE EXISTS (SELECT 1 FROM given)`.execute(db);
 }
 
 export interface AttemptRecord {
@@ -195,7 +230,7 @@ export async function recordOutcomes(db: Executor, outcomes: Outcome[]): Promise
           next_attempt_at = CASE WHEN v.status <> 'pending' THEN NULL
                                  WHEN v.retry_ms IS NULL THEN d.next_attempt_at
                                  ELSE now() + v.retry_ms * interval '1 millisecond' END,
-          last_attempt_at = coalesce(v.started_at, d.last_attempt_at),
+          last_attempt_at = coalesce(v.started_at, d.last_attempt_at), handed_until = NULL,
           last_status_code = CASE WHEN v.attempted THEN v.status_code ELSE d.last_status_code END,
           last_error = CASE WHEN v.attempted THEN v.error ELSE d.last_error END,
           last_target = CASE WHEN v.status = 'succeeded' THEN v.target END,

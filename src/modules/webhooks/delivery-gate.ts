@@ -72,6 +72,14 @@ export class DeliveryGate {
     return found;
   }
 
+  /** Attempts an endpoint's lane has room for now: none while it is stalled. */
+  room(tenantId: string, webhookKey: string): number {
+    const lane = this.#lanes.get(laneKey(tenantId, webhookKey));
+    if (!lane) return this.#cap;
+    const stalled = lane.inFlight > 0 && this.#now() - lane.progressAt > this.#stallMs;
+    return stalled ? 0 : Math.max(0, this.#cap - lane.inFlight);
+  }
+
   inFlight(tenantId: string, webhookKey: string): number {
     return this.#lanes.get(laneKey(tenantId, webhookKey))?.inFlight ?? 0;
   }

@@ -7,12 +7,14 @@ import { jobRuns } from "../../platform/metrics.js";
 import {
   type AttemptContext,
   claimDeliveries,
+  giveBackHanded,
   type Outcome,
   recordOutcomes,
   renewClaims,
 } from "./deliveries.repo.js";
 import { attemptDelivery, backoffMs } from "./delivery-attempt.js";
 import { DeliveryGate } from "./delivery-gate.js";
+import { attachTaker, type DeliveryTaker, detachTaker, type Endpoint } from "./delivery-handoff.js";
 import { DELIVERIES_CHANNEL } from "./delivery-queue.js";
 
 /** Deliveries one claim takes at most. */
@@ -24,8 +26,12 @@ export const CLAIM_BATCH = 64;
  * and writes the outcomes of the attempts that finish together in one statement. It wakes when an
  * event's transaction commits (NOTIFY), when one of its own retries comes due, when a slot frees,
  * and otherwise polls (`CDS_JOB_POLL_MS`) for the retries of other processes.
+ *
+ * While it runs, it also takes the new deliveries of its own process's transactions, as many as
+ * it has free slots and their endpoints' lanes have room (delivery-handoff.ts): their first
+ * attempts are leased to it by the insert, and start when the transaction commits, with no claim.
  */
-export class DeliveryWorker implements BackgroundWorker {
+export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
   readonly #ctx: AppContext;
   readonly #concurrency: number;
   readonly #leaseSeconds: number;
@@ -34,6 +40,12 @@ export class DeliveryWorker implements BackgroundWorker {
   readonly #gate: DeliveryGate;
   /** Open entries of each live claim of this worker, whose leases it renews. */
   readonly #claims = new Map<string, number>();
+  /** Handed deliveries whose first attempt is in flight here, whose leases it renews. */
+  readonly #handed = new Set<string>();
+  /** Slots reserved for deliveries being inserted by this process's transactions. */
+  #reserved = 0;
+  /** The same, per endpoint: they take room in its lane before they arrive. */
+  readonly #reservedFor = new Map<string, number>();
   readonly #running = new Set<Promise<void>>();
   readonly #outcomes: Batcher<Outcome, void>;
   #stopped = true;
@@ -64,10 +76,59 @@ export class DeliveryWorker implements BackgroundWorker {
     return this.#running.size;
   }
 
+  get leaseSeconds(): number {
+    return this.#leaseSeconds;
+  }
+
+  reserve(endpoints: Endpoint[]): boolean[] {
+    let free = this.#stopped ? 0 : this.#concurrency - this.#running.size - this.#reserved;
+    if (free <= 0) return endpoints.map(() => false);
+    // A lane that is full or stalled takes none: its deliveries wait in the table, unwritten, as
+    // a claim passes over them; one with room takes at most what it has room for.
+    return endpoints.map((e) => {
+      const key = endpointKey(e);
+      const held = this.#reservedFor.get(key) ?? 0;
+      if (free <= 0 || this.#gate.room(e.tenantId, e.webhookKey) - held <= 0) return false;
+      this.#reservedFor.set(key, held + 1);
+      this.#reserved++;
+      free--;
+      return true;
+    });
+  }
+
+  take(handed: AttemptContext[], reserved: Endpoint[]): void {
+    this.#reserved -= reserved.length;
+    for (const e of reserved) {
+      const key = endpointKey(e);
+      const held = (this.#reservedFor.get(key) ?? 1) - 1;
+      if (held > 0) this.#reservedFor.set(key, held);
+      else this.#reservedFor.delete(key);
+    }
+    if (handed.length === 0) return;
+    if (this.#stopped) {
+      // Stopped meanwhile: given back to any worker's claim, no attempt counted.
+      giveBackHanded(
+        this.#ctx.db.root,
+        handed.map((at) => at.id),
+      ).catch((err) =>
+        this.#ctx.log.warn(
+          { err },
+          "giving back handed webhook deliveries failed; their leases will run out",
+        ),
+      );
+      return;
+    }
+    for (const at of handed) {
+      this.#handed.add(at.id);
+      this.#start(null, at);
+    }
+  }
+
   async start(): Promise<void> {
     if (!this.#stopped) return;
     this.#stopped = false;
     this.#unlisten = await this.#ctx.db.listen(DELIVERIES_CHANNEL, () => this.#poke());
+    attachTaker(this.#ctx.db, this);
     this.#renewal = setInterval(() => void this.#renew(), Math.max(100, (this.#leaseSeconds * 1000) / 3));
     this.#loop = this.#run();
   }
@@ -75,6 +136,7 @@ export class DeliveryWorker implements BackgroundWorker {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    detachTaker(this.#ctx.db, this);
     this.#poke();
     await this.#loop;
     // Attempts in flight finish and are recorded; past the timeout they are left to their leases.
@@ -102,7 +164,7 @@ export class DeliveryWorker implements BackgroundWorker {
 
   async #run(): Promise<void> {
     while (!this.#stopped) {
-      const free = this.#concurrency - this.#running.size;
+      const free = this.#concurrency - this.#running.size - this.#reserved;
       if (free > 0) {
         this.#woken = false;
         let claimed = 0;
@@ -136,20 +198,24 @@ export class DeliveryWorker implements BackgroundWorker {
     });
     if (claimed.length === 0) return 0;
     this.#claims.set(claimId, claimed.length);
-    for (const at of claimed) {
-      const run = this.#attempt(claimId, at);
-      this.#running.add(run);
-      void run.finally(() => {
-        this.#running.delete(run);
-        // A slot freed, and a slot of its endpoint's lane: deliveries passed over for a full lane
-        // may be claimable now (claims are one at a time, so a burst of these costs a few claims).
-        this.#poke();
-      });
-    }
+    for (const at of claimed) this.#start(claimId, at);
     return claimed.length;
   }
 
-  async #attempt(claimId: string, at: AttemptContext): Promise<void> {
+  /** Starts an attempt of a claim's (or, without one, a handed delivery's) on a slot. */
+  #start(claimId: string | null, at: AttemptContext): void {
+    const run = this.#attempt(claimId, at);
+    this.#running.add(run);
+    void run.finally(() => {
+      this.#running.delete(run);
+      if (claimId === null) this.#handed.delete(at.id);
+      // A slot freed, and a slot of its endpoint's lane: deliveries passed over for a full lane
+      // may be claimable now (claims are one at a time, so a burst of these costs a few claims).
+      this.#poke();
+    });
+  }
+
+  async #attempt(claimId: string | null, at: AttemptContext): Promise<void> {
     const started = performance.now();
     let outcome: Omit<Outcome, "claimDone">;
     try {
@@ -170,27 +236,36 @@ export class DeliveryWorker implements BackgroundWorker {
         failures: [],
       };
     }
-    const open = (this.#claims.get(claimId) ?? 1) - 1;
-    if (open === 0) this.#claims.delete(claimId);
-    else this.#claims.set(claimId, open);
+    let claimDone: string | null = null;
+    if (claimId !== null) {
+      const open = (this.#claims.get(claimId) ?? 1) - 1;
+      if (open === 0) {
+        this.#claims.delete(claimId);
+        claimDone = claimId;
+      } else this.#claims.set(claimId, open);
+    }
     try {
-      await this.#outcomes.add({ ...outcome, claimDone: open === 0 ? claimId : null });
+      await this.#outcomes.add({ ...outcome, claimDone });
       jobRuns.observe(
         { kind: "webhooks.deliver", outcome: outcome.status === "failed" ? "failed" : "done" },
         (performance.now() - started) / 1000,
       );
       if (outcome.retryInMs !== null) this.#wakeIn(outcome.retryInMs);
     } catch (err) {
-      // The claim's lease runs out: the attempt counts as interrupted and the delivery comes back.
+      // The claim's (or hand-off's) lease runs out: the attempt counts as interrupted and the delivery comes back.
       this.#ctx.log.error({ err, deliveryId: at.id }, "recording a webhook attempt failed");
     }
   }
 
   async #renew(): Promise<void> {
     try {
-      await renewClaims(this.#ctx.db.root, [...this.#claims.keys()], this.#leaseSeconds);
+      await renewClaims(this.#ctx.db.root, [...this.#claims.keys()], [...this.#handed], this.#leaseSeconds);
     } catch (err) {
       this.#ctx.log.warn({ err }, "renewing webhook claims failed");
     }
   }
+}
+
+function endpointKey(e: Endpoint): string {
+  return `${e.tenantId}\u0000${e.webhookKey}`;
 }

@@ -1,6 +1,8 @@
 import { sql } from "kysely";
 import { uuid } from "../../platform/crypto.js";
-import type { Executor } from "../../platform/db/index.js";
+import { type Executor, transactionOf } from "../../platform/db/index.js";
+import { configOf } from "./deliveries.repo.js";
+import { handedAttempt, takerOf } from "./delivery-handoff.js";
 import { DEFAULT_WEBHOOK_KEY, notifyDeliveries, serializeBody } from "./delivery-queue.js";
 
 /**
@@ -83,35 +85,71 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
     );
     return rows.map((r) => r.id);
   }
+  // As many as this process's delivery worker takes go in leased to it, handed over on commit.
+  const open = transactionOf(tx);
+  const taker = open && takerOf(open.db);
+  const hand =
+    taker?.reserve(delivered.map((r) => ({ tenantId: r.event.tenantId, webhookKey: r.webhookKey }))) ?? [];
+  const reserved = delivered.flatMap((r, i) =>
+    hand[i] === true ? [{ tenantId: r.event.tenantId, webhookKey: r.webhookKey }] : [],
+  );
   const deliveryValues = sql.join(
     delivered.map(
-      (r) =>
-        sql`(${r.deliveryId}::uuid, ${r.event.tenantId}::uuid, ${r.id}::uuid, ${r.event.caseId}::uuid, ${r.event.type}, ${r.webhookKey}, ${r.webhookId}::uuid, ${r.body})`,
+      (r, i) =>
+        sql`(${r.deliveryId}::uuid, ${r.event.tenantId}::uuid, ${r.id}::uuid, ${r.event.caseId}::uuid, ${r.event.type}, ${r.webhookKey}, ${r.webhookId}::uuid, ${r.body}, ${hand[i] === true}::bool)`,
     ),
   );
-  await sql`
-    WITH event AS (
-      INSERT INTO events (id, tenant_id, case_id, event_type, webhook_key, payload)
-      VALUES ${eventValues}
-    ),
-    routed AS (
-      SELECT d.*, EXISTS (
-        SELECT 1 FROM webhook_configs c WHERE c.tenant_id = d.tenant_id AND c.webhook_key = d.webhook_key
-      ) AS configured
-      FROM (VALUES ${deliveryValues}) AS d (id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body)
-    ),
-    delivery AS (
-      INSERT INTO webhook_deliveries
-        (id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body, status, last_error,
-         completed_at, next_attempt_at)
-      SELECT id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body,
-             CASE WHEN configured THEN 'pending' ELSE 'failed' END,
-             CASE WHEN configured THEN NULL
-                  ELSE 'no webhook configuration "' || webhook_key || '" exists for this tenant' END,
-             CASE WHEN configured THEN NULL ELSE now() END,
-             CASE WHEN configured THEN now() END
-      FROM routed
-    )
-    SELECT ${notifyDeliveries} WHERE EXISTS (SELECT 1 FROM routed WHERE configured)`.execute(tx);
+  let result: { rows: Array<Record<string, unknown>> };
+  try {
+    result = await sql<Record<string, unknown>>`
+      WITH event AS (
+        INSERT INTO events (id, tenant_id, case_id, event_type, webhook_key, payload)
+        VALUES ${eventValues}
+      ),
+      routed AS (
+        SELECT d.*, c.url, c.secrets, c.secrets_sealed, c.active_secret_id, c.max_attempts, c.timeout_ms,
+               c.url IS NOT NULL AS configured
+        FROM (VALUES ${deliveryValues}) AS d (id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body, hand)
+        LEFT JOIN webhook_configs c ON c.tenant_id = d.tenant_id AND c.webhook_key = d.webhook_key
+      ),
+      delivery AS (
+        INSERT INTO webhook_deliveries
+          (id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body, status, last_error,
+           completed_at, next_attempt_at, handed_until)
+        SELECT id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body,
+               CASE WHEN configured THEN 'pending' ELSE 'failed' END,
+               CASE WHEN configured THEN NULL
+                    ELSE 'no webhook configuration "' || webhook_key || '" exists for this tenant' END,
+               CASE WHEN configured THEN NULL ELSE now() END,
+               CASE WHEN configured THEN now() END,
+               CASE WHEN configured AND hand THEN now() + ${taker?.leaseSeconds ?? 0} * interval '1 second' END
+        FROM routed
+      ),
+      woken AS (
+        SELECT count(*) FROM (
+          SELECT ${notifyDeliveries} WHERE EXISTS (SELECT 1 FROM routed WHERE configured AND NOT hand)
+        ) n
+      )
+      SELECT h.id, h.tenant_id, h.webhook_key, h.body, h.url, h.secrets, h.secrets_sealed, h.active_secret_id,
+             h.max_attempts, h.timeout_ms
+      FROM woken LEFT JOIN routed h ON h.configured AND h.hand`.execute(tx);
+  } catch (err) {
+    if (reserved.length > 0) taker?.take([], reserved);
+    throw err;
+  }
+  if (open && taker && reserved.length > 0) {
+    const handed = result.rows
+      .filter((row) => row.id !== null)
+      .map((row) =>
+        handedAttempt({
+          id: row.id as string,
+          tenant_id: row.tenant_id as string,
+          webhook_key: row.webhook_key as string,
+          body: row.body as string,
+          config: configOf(row),
+        }),
+      );
+    open.onEnd((committed) => taker.take(committed ? handed : [], reserved));
+  }
   return rows.map((r) => r.id);
 }

@@ -50,6 +50,8 @@ export interface WebhookDeliveriesTable {
   last_status_code: number | null;
   last_error: string | null;
   claims: Generated<number>;
+  /** The lease of a first attempt handed to its inserting process's worker (open while claims = 0). */
+  handed_until: Timestamp | null;
   last_target: string | null;
   last_secret_id: string | null;
   last_latency_ms: number | null;

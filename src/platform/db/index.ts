@@ -62,6 +62,26 @@ const pgTypes = {
   },
 };
 
+/** An open transaction of `Db.transaction`: its database, and what runs once it has ended. */
+export interface OpenTransaction {
+  readonly db: Db;
+  /**
+   * Runs `fn` once the transaction has ended: `committed` is true when its commit succeeded,
+   * false when it rolled back or its commit failed (which may still have committed: a caller that
+   * leaves something in memory until the commit must make its rows safe on their own as well).
+   */
+  onEnd(fn: (committed: boolean) => void): void;
+}
+
+const openTransactions = new WeakMap<Tx, { db: Db; ends: Array<(committed: boolean) => void> }>();
+
+/** The `Db.transaction` that `tx` is, or undefined (the root executor, a migration's transaction). */
+export function transactionOf(tx: Executor): OpenTransaction | undefined {
+  const open = openTransactions.get(tx as Tx);
+  if (!open) return undefined;
+  return { db: open.db, onEnd: (fn) => open.ends.push(fn) };
+}
+
 function makeDb(
   kind: DriverKind,
   root: Kysely<Database>,
@@ -70,16 +90,30 @@ function makeDb(
   close: () => Promise<void>,
   checkNestedQueries: boolean,
 ): Db {
-  return {
+  const run = async <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => {
+    const ends: Array<(committed: boolean) => void> = [];
+    let result: T;
+    try {
+      result = await root.transaction().execute((tx) => {
+        openTransactions.set(tx, { db, ends });
+        return fn(tx);
+      });
+    } catch (err) {
+      for (const f of ends) f(false);
+      throw err;
+    }
+    for (const f of ends) f(true);
+    return result;
+  };
+  const db: Db = {
     kind,
     root,
-    transaction: checkNestedQueries
-      ? (fn) => inTransactionScope(() => root.transaction().execute(fn))
-      : (fn) => root.transaction().execute(fn),
+    transaction: checkNestedQueries ? (fn) => inTransactionScope(() => run(fn)) : run,
     listen,
     boundedReads,
     close,
   };
+  return db;
 }
 
 export async function openDb(options: DbOptions): Promise<Db> {
