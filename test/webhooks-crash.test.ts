@@ -127,7 +127,7 @@ it("delivers the deliveries handed to a process killed while sending them, their
 
   receiver.on("/handed", { status: 204 });
   child = runTs("test/support/children/webhooks-deliverer.ts", [], env);
-  await child.line(/^ready/, 30_000);
+  await child.line(/^ready/, 180_000);
   const [, succeeded, failed] = await child.line(/^settled (\d+) (\d+)$/, 60_000);
   expect([Number(succeeded), Number(failed)]).toEqual([count, 0]);
   child.kill("SIGTERM");
@@ -183,7 +183,7 @@ it("delivers each of 5,000 events at least once while the delivering process is 
   cleanups.push(() => child?.kill("SIGKILL"));
   while (distinct() < EVENTS - KILL_EVERY / 2) {
     child = runTs("test/support/children/webhooks-deliverer.ts", [], env);
-    await child.line(/^ready/, 30_000);
+    await child.line(/^ready/, 180_000);
     const target = receiver.requests.length + KILL_EVERY;
     await receiver.waitUntil(() => receiver.requests.length >= target || distinct() === EVENTS, {
       timeoutMs: 60_000,
@@ -194,7 +194,7 @@ it("delivers each of 5,000 events at least once while the delivering process is 
   }
 
   child = runTs("test/support/children/webhooks-deliverer.ts", [], env);
-  await child.line(/^ready/, 30_000);
+  await child.line(/^ready/, 180_000);
   await receiver.waitUntil(() => distinct() === EVENTS, { timeoutMs: 120_000, what: "every event" });
   const [, succeeded, failed] = await child.line(/^settled (\d+) (\d+)$/, 60_000);
   child.kill("SIGTERM");
