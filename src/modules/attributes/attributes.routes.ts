@@ -32,7 +32,7 @@ export function attributesRoutes(app: App, ctx: AppContext): void {
       const key = partnerOf(request);
       return setCustomerAttributes(
         ctx,
-        key.tenantId,
+        { tenantId: key.tenantId, actor: `apikey:${key.keyId}` },
         request.body.externalCustomerId,
         request.body.attributes,
       );

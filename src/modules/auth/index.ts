@@ -20,6 +20,8 @@ export {
   type ApiKeyView,
   /** The key a partner request was let in with. */
   type AuthenticatedKey,
+  /** The audit rows of a key's creation and deletion (never its value). */
+  apiKeyAudit,
   /** Looks up a key let in unconfirmed: 401 when it is no longer live. */
   confirmKey,
   /** Issues an API key with scopes; its value is in the answer, once. */

@@ -137,7 +137,7 @@ export function allCasesRoutes(scope: App, ctx: AppContext): void {
         for (const caseId of caseIds) {
           const before = await getCase(ctx, session.tenantId, caseId);
           if (before.status === "closed") continue;
-          await closeCase(ctx, caseId, { actor: session.userId });
+          await closeCase(ctx, caseId, { actor: session.userId }, session.actor);
         }
         return seeOther(reply, withDone("closed"));
       default:

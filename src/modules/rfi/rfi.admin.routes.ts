@@ -4,6 +4,8 @@ import type { AppContext } from "../../platform/context.js";
 import { AppError } from "../../platform/errors.js";
 import { errorResponse } from "../../platform/openapi.js";
 import { routeGroup } from "../../platform/route-group.js";
+import { operatorActor, operatorBy } from "../users/index.js";
+import { rfiAudit } from "./rfi.audit.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import { AdminAnswerBody, AdminRaiseBody } from "./rfi.schemas.js";
 import {
@@ -68,6 +70,7 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
         { kind: "analyst", userId: actor },
         request.params.caseId,
         input,
+        operatorActor(actor),
       );
       return reply.status(201).send(view);
     },
@@ -100,7 +103,11 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
         409: errorResponse("`not_pending`: the request is not pending", "rfi"),
       },
     },
-    async (request) => remindRequest(ctx, request.params.caseId, request.params.rfiId),
+    async (request) => {
+      const { caseId, rfiId } = request.params;
+      const by = operatorBy(await tenantOfCase(ctx, caseId));
+      return remindRequest(ctx, caseId, rfiId, rfiAudit.remind(by, rfiId));
+    },
   );
 
   operator.post(
@@ -117,8 +124,12 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
         409: errorResponse("`not_pending`: the request is not pending", "rfi"),
       },
     },
-    async (request) =>
-      cancelRequest(ctx, request.params.caseId, request.params.rfiId, optionalActor(request.body)),
+    async (request) => {
+      const { caseId, rfiId } = request.params;
+      const actor = optionalActor(request.body);
+      const by = operatorBy(await tenantOfCase(ctx, caseId), actor);
+      return cancelRequest(ctx, caseId, rfiId, actor, rfiAudit.cancel(by, rfiId));
+    },
   );
 
   app.post(
