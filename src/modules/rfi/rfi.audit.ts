@@ -1,7 +1,6 @@
 import type { InSameTransaction } from "../../platform/db/index.js";
 import { type AuditBy, audited } from "../users/index.js";
 import type { InformationRequestView } from "./rfi.service.js";
-import type { AnswerResult } from "./rfi-answer.service.js";
 
 /**
  * The audit rows of a change to an information request, whatever its door (console, operator
@@ -18,7 +17,10 @@ export const rfiAudit = {
       after: { status: after.status },
     })),
   /** The answer's counts, never its values (a partner's answer may hold personal data in bulk). */
-  answer: (by: AuditBy, rfiId: string): InSameTransaction<AnswerResult> =>
+  answer: (
+    by: AuditBy,
+    rfiId: string,
+  ): InSameTransaction<{ status: string; fieldCount: number; documentCount: number }> =>
     audited(by, "rfi.answer", `rfi:${rfiId}`, (result) => ({
       before: { status: "pending" },
       after: { status: result.status, fieldCount: result.fieldCount, documentCount: result.documentCount },
