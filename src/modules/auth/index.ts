@@ -32,6 +32,8 @@ export {
   removeApiKey,
 } from "./api-keys.service.js";
 export {
+  /** Who a partner route's change is by, for the audit log (`apikey:<keyId>`). */
+  partnerBy,
   /** The authenticated key of a partner route */
   partnerOf,
 } from "./auth.plugin.js";

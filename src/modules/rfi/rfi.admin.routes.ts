@@ -47,6 +47,9 @@ function optionalActor(body: unknown): string | undefined {
 /** The operator API of information requests (analysts act through it). */
 export function rfiAdminRoutes(app: App, ctx: AppContext): void {
   const operator = routeGroup(app, TAGS, { admin: true, errorStyle: "rfi" });
+  /** The operator acting on a case's request, in the case's tenant's audit log. */
+  const operatorOf = async (caseId: string, actor?: string) =>
+    operatorBy(await tenantOfCase(ctx, caseId), actor);
 
   operator.post(
     "/admin/cases/:caseId/rfi",
@@ -103,11 +106,8 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
         409: errorResponse("`not_pending`: the request is not pending", "rfi"),
       },
     },
-    async (request) => {
-      const { caseId, rfiId } = request.params;
-      const by = operatorBy(await tenantOfCase(ctx, caseId));
-      return remindRequest(ctx, caseId, rfiId, rfiAudit.remind(by, rfiId));
-    },
+    async ({ params: { caseId, rfiId } }) =>
+      remindRequest(ctx, caseId, rfiId, rfiAudit.remind(await operatorOf(caseId), rfiId)),
   );
 
   operator.post(
@@ -124,11 +124,15 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
         409: errorResponse("`not_pending`: the request is not pending", "rfi"),
       },
     },
-    async (request) => {
-      const { caseId, rfiId } = request.params;
-      const actor = optionalActor(request.body);
-      const by = operatorBy(await tenantOfCase(ctx, caseId), actor);
-      return cancelRequest(ctx, caseId, rfiId, actor, rfiAudit.cancel(by, rfiId));
+    async ({ params: { caseId, rfiId }, body }) => {
+      const actor = optionalActor(body);
+      return cancelRequest(
+        ctx,
+        caseId,
+        rfiId,
+        actor,
+        rfiAudit.cancel(await operatorOf(caseId, actor), rfiId),
+      );
     },
   );
 

@@ -3,7 +3,7 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { errorResponse } from "../../platform/openapi.js";
 import { routeGroup } from "../../platform/route-group.js";
-import { partnerOf } from "../auth/index.js";
+import { partnerBy, partnerOf } from "../auth/index.js";
 import { rfiAudit } from "./rfi.audit.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import { AnswerBody, MintBody, RaiseBody } from "./rfi.schemas.js";
@@ -153,7 +153,7 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
         rfiId,
         { kind: "apikey", keyId: key.keyId },
         request.body,
-        rfiAudit.answer({ tenantId: key.tenantId, actor: `apikey:${key.keyId}` }, rfiId),
+        rfiAudit.answer(partnerBy(request), rfiId),
       );
     },
   );

@@ -113,13 +113,8 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
     },
     async (request) => {
       const { tenantId, tag } = request.params;
-      return setTagOption(
-        ctx,
-        tenantId,
-        tag,
-        request.body.enabled,
-        tagOptionAudit(operatorBy(tenantId), tag),
-      );
+      const audit = tagOptionAudit(operatorBy(tenantId), tag);
+      return setTagOption(ctx, tenantId, tag, request.body.enabled, audit);
     },
   );
 

@@ -69,13 +69,8 @@ export function webhookConfigsRoutes(app: App, ctx: AppContext): void {
     },
     async (request) => {
       const { tenantId, webhookKey } = request.params;
-      return putWebhookConfig(
-        ctx,
-        tenantId,
-        webhookKey,
-        request.body,
-        webhookAudit.set(operatorBy(tenantId), webhookKey),
-      );
+      const audit = webhookAudit.set(operatorBy(tenantId), webhookKey);
+      return putWebhookConfig(ctx, tenantId, webhookKey, request.body, audit);
     },
   );
 
