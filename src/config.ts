@@ -37,6 +37,7 @@ export interface Config {
   readonly evaluationDeadlineMs: number;
   /** Units the expressions of one node evaluation may spend (decision 0013). */
   readonly evaluationBudget: number;
+  readonly evaluationNiceness: number;
   /** Webhook attempts in flight per process, on a worker of their own beside the general one. */
   readonly webhookConcurrency: number;
   /** Webhook attempts in flight per process to one endpoint (a tenant's webhook configuration). */
@@ -237,6 +238,12 @@ export function loadConfig(env: Env = process.env): Config {
       { name: "CDS_EVALUATION_BUDGET", parse: integer(1000, 1_000_000_000_000) },
       // EVALUATION_BUDGET of workflows/workflow.expressions.ts
       50_000,
+    ),
+    evaluationNiceness: read(
+      env,
+      { name: "CDS_EVALUATION_NICENESS", parse: integer(0, 19) },
+      // EVALUATION_NICENESS of workflows/evaluation-threads.ts
+      10,
     ),
     webhookConcurrency: read(env, { name: "CDS_WEBHOOK_CONCURRENCY", parse: integer(1, 10000) }, 128),
     webhookEndpointConcurrency: read(

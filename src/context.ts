@@ -2,7 +2,12 @@ import type { Config } from "./config.js";
 import { caseSeamOf } from "./modules/cases/index.js";
 import { consoleSeamOf } from "./modules/console/index.js";
 import { featureModules } from "./modules/index.js";
-import { listSourceOf, NodeTypes, setEvaluationBudget } from "./modules/workflows/index.js";
+import {
+  listSourceOf,
+  NodeTypes,
+  setEvaluationBudget,
+  setEvaluationNiceness,
+} from "./modules/workflows/index.js";
 import type { FeatureModule } from "./platform/app-types.js";
 import { type BlobStore, createBlobStore } from "./platform/blobs/index.js";
 import type { AppContext } from "./platform/context.js";
@@ -29,6 +34,7 @@ export function createAppContext(
   features: readonly FeatureModule[] = featureModules,
 ): AppContext {
   setEvaluationBudget(parts.config.evaluationBudget);
+  setEvaluationNiceness(parts.config.evaluationNiceness);
   return {
     config: parts.config,
     db: parts.db,

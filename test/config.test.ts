@@ -37,6 +37,7 @@ describe("configuration", () => {
       jobPollMs: 1000,
       caseCrashLimit: 3,
       evaluationDeadlineMs: 250,
+      evaluationNiceness: 10,
       maxEventSkewSeconds: 300,
       uploadTtlSeconds: 3600,
     });
@@ -62,6 +63,7 @@ describe("configuration", () => {
       CDS_JOB_POLL_MS: "250",
       CDS_CASE_CRASH_LIMIT: "5",
       CDS_EVALUATION_DEADLINE_MS: "100",
+      CDS_EVALUATION_NICENESS: "5",
       CDS_MAX_EVENT_SKEW_SECONDS: "0",
       CDS_UPLOAD_TTL_SECONDS: "600",
     });
@@ -83,6 +85,7 @@ describe("configuration", () => {
       jobPollMs: 250,
       caseCrashLimit: 5,
       evaluationDeadlineMs: 100,
+      evaluationNiceness: 5,
       maxEventSkewSeconds: 0,
       uploadTtlSeconds: 600,
     });

@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
@@ -82,6 +83,30 @@ describe("an evaluation that moves to a thread", () => {
     expect(short.result.workflow_result).toEqual({ seen: 4 });
     expect(neither.result.decision.value).toBe("declined");
   });
+
+  it.skipIf(process.platform !== "linux")(
+    "runs on threads whose CPU priority is below the event loop's (CDS_EVALUATION_NICENESS, 10 by default)",
+    async () => {
+      await createWorkflow(h.app, hostile.tenantId, "niced", oneRule("size(payload.s) > 3"));
+      const done = await waitForCase(
+        h.app,
+        hostile.headers,
+        await created(hostile, "niced", { s: "n".repeat(300) }),
+      );
+      expect(done.result.decision.value).toBe("approved");
+      // Field 19 of a task's stat is its nice value (after the parenthesised name).
+      const niceOf = (task: string) => {
+        const stat = fs.readFileSync(`/proc/self/task/${task}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+      };
+      const own = niceOf(String(process.pid));
+      const tasks = fs.readdirSync("/proc/self/task");
+      const lowered = tasks.filter((t) => niceOf(t) === Math.min(19, own + 10));
+      expect(own).toBeLessThan(19);
+      expect(lowered.length).toBeGreaterThanOrEqual(1);
+      expect(lowered.length).toBeLessThan(tasks.length);
+    },
+  );
 
   it("a score node's output that reads its own score gives it on a thread too", async () => {
     await createWorkflow(h.app, hostile.tenantId, "score", {

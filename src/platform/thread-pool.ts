@@ -1,5 +1,7 @@
+import fs from "node:fs";
 import os from "node:os";
-import { Worker } from "node:worker_threads";
+import path from "node:path";
+import { type MessagePort, Worker, workerData } from "node:worker_threads";
 
 /** A task ran past its deadline; its thread was ended and a fresh one takes its place. */
 export class DeadlineExceeded extends Error {
@@ -41,6 +43,12 @@ export interface ThreadPoolOptions {
   size?: number;
   /** Threads one owner may hold at once; by default half the threads, rounded up. */
   perOwner?: number;
+  /**
+   * How much lower than the process the threads' CPU priority is (a nice increment, 0 to 19;
+   * Linux only): where a thread and the process's event loop want the same core, the event loop
+   * gets it first.
+   */
+  niceness?: number;
 }
 
 /**
@@ -70,6 +78,7 @@ export class ThreadPool<T, R> {
   readonly #heldBack = new Map<string, number>();
   readonly #size: number;
   readonly #perOwner: number;
+  readonly #niceness: number;
   #closed = false;
 
   constructor(
@@ -78,6 +87,7 @@ export class ThreadPool<T, R> {
   ) {
     this.#size = options.size ?? defaultThreads();
     this.#perOwner = Math.max(1, options.perOwner ?? Math.ceil(this.#size / 2));
+    this.#niceness = options.niceness ?? 0;
   }
 
   run(task: T, deadlineMs: number, owner = ""): Promise<R> {
@@ -163,7 +173,10 @@ export class ThreadPool<T, R> {
 
   #spawn(): void {
     // A thread that runs out of memory ends alone, with an error, rather than the process.
-    const options = { resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } };
+    const options = {
+      resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
+      workerData: { niceness: this.#niceness } satisfies ThreadData,
+    };
     const worker = this.script.pathname.endsWith(".ts")
       ? // Loader hooks given with --import do not reach a worker's own entry on Node 20: the
         // thread registers tsx itself, then imports the script.
@@ -248,6 +261,34 @@ export class ThreadPool<T, R> {
     // Bounded by the owners seen in the last HELD_BACK_MS: the expired go when one is added.
     for (const [o, until] of this.#heldBack) if (until <= now) this.#heldBack.delete(o);
   }
+}
+
+interface ThreadData {
+  niceness: number;
+}
+
+/**
+ * Called by a pool's thread script once it has loaded: the thread takes the pool's priority,
+ * then tells the pool it is ready (its deadlines start after this).
+ */
+export function threadReady(port: MessagePort): void {
+  const { niceness } = workerData as ThreadData;
+  if (niceness > 0) lowerThisThread(niceness);
+  port.postMessage(THREAD_READY);
+}
+
+/**
+ * On Linux a nice value belongs to each thread, and `/proc/thread-self` names this thread's id.
+ * Raising one's own nice value needs no privilege. Elsewhere the thread keeps the process's.
+ */
+function lowerThisThread(niceness: number): void {
+  let tid: number;
+  try {
+    tid = Number(path.basename(fs.readlinkSync("/proc/thread-self")));
+  } catch {
+    return;
+  }
+  os.setPriority(tid, Math.min(19, os.getPriority(tid) + niceness));
 }
 
 /** One thread per core beyond the first (which serves the event loop), at least one, at most four. */

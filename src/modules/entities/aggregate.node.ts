@@ -1,5 +1,4 @@
-import { sql } from "kysely";
-import type { Tx } from "../../platform/db/index.js";
+import type { Db, Tx } from "../../platform/db/index.js";
 import { CASE_TYPES, DECISION_VALUES } from "../case-model/index.js";
 import {
   describeEnd,
@@ -65,35 +64,28 @@ export interface AggregateNode {
 const AMOUNT_FUNCTIONS: readonly string[] = ["sum", "avg", "min", "max"];
 
 /**
- * How long one aggregate node's figures may take on PostgreSQL, together (decision 0021): past
- * it the statements are cancelled, the step's transaction goes on from a savepoint, and the case
- * fails with a clear error instead of holding a connection and a case lock.
+ * How long one aggregate node's figures may take on PostgreSQL (decision 0021): they are read on
+ * connections of their own whose statements PostgreSQL cancels past it, beside the step's
+ * transaction, which they never hold up; the case then fails with a clear error instead of
+ * holding a connection and a case lock. (The embedded database has one connection: no bound.)
  */
 export const HISTORY_BUDGET_MS = 500;
 
-/** Runs the figures' statements under the budget; false when PostgreSQL cancelled them. */
-async function withinBudget(bounded: boolean, tx: Tx, run: () => Promise<void>): Promise<boolean> {
-  if (!bounded) {
-    await run();
-    return true;
-  }
-  await sql`SAVEPOINT aggregate_figures`.execute(tx);
-  const { rows } = await sql<{ previous: string }>`
-    SELECT current_setting('statement_timeout') AS previous,
-           set_config('statement_timeout', ${`${HISTORY_BUDGET_MS}ms`}, true) AS budget`.execute(tx);
-  const previous = rows[0]?.previous ?? "0";
-  let answered = true;
+/** The figures' values; null when PostgreSQL cancelled their statement on the budget. */
+async function figuresWithinBudget(
+  db: Db,
+  tx: Tx,
+  kase: NodeCase,
+  figures: readonly Figure[],
+): Promise<Array<number | null> | null> {
+  const bounded = db.boundedReads(HISTORY_BUDGET_MS);
+  if (!bounded) return computeFigures(tx, kase, figures);
   try {
-    await run();
+    return await computeFigures(bounded, kase, figures);
   } catch (err) {
-    // Any other error aborted the transaction: the step fails as a whole.
-    if ((err as { code?: string }).code !== "57014") throw err;
-    await sql`ROLLBACK TO SAVEPOINT aggregate_figures`.execute(tx);
-    answered = false;
+    if ((err as { code?: string }).code === "57014") return null;
+    throw err;
   }
-  await sql`SELECT set_config('statement_timeout', ${previous}, true)`.execute(tx);
-  await sql`RELEASE SAVEPOINT aggregate_figures`.execute(tx);
-  return answered;
 }
 
 export const aggregateNode: NodeType<AggregateNode> = {
@@ -190,25 +182,24 @@ export const aggregateNode: NodeType<AggregateNode> = {
     if (replay) return replayFigures(node, kase, replay);
     const output: Record<string, number | null> = {};
     const figures: Array<Record<string, unknown>> = [];
-    const answered = await withinBudget(ctx.db.kind === "postgres", tx, async () => {
-      const values = await computeFigures(
-        tx,
-        kase,
-        node.figures.map((f) => f.figure),
-      );
-      node.figures.forEach(({ name, definition }, i) => {
-        const value = values[i] ?? null;
-        Object.defineProperty(output, name, { value, enumerable: true, writable: true, configurable: true });
-        figures.push({ name, ...definition, value });
-      });
-    });
-    if (!answered) {
+    const values = await figuresWithinBudget(
+      ctx.db,
+      tx,
+      kase,
+      node.figures.map((f) => f.figure),
+    );
+    if (values === null) {
       return {
         kind: "fail",
         message: `node ${node.id}: its figures took longer than ${HISTORY_BUDGET_MS} ms to compute; the case failed rather than hold up others`,
         explain: { figures },
       };
     }
+    node.figures.forEach(({ name, definition }, i) => {
+      const value = values[i] ?? null;
+      Object.defineProperty(output, name, { value, enumerable: true, writable: true, configurable: true });
+      figures.push({ name, ...definition, value });
+    });
     return { kind: "continue", next: node.next, output, explain: { figures } };
   },
   describe(entry) {

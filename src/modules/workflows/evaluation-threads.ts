@@ -15,13 +15,26 @@ import type { ExpressionResult, ExpressionTask } from "./workflow.expressions.js
 
 export type ThreadTask = ({ type: "expression" } & ExpressionTask) | ({ type: "schema" } & SchemaTask);
 
+/**
+ * How far below the process's CPU priority the evaluation threads run (`CDS_EVALUATION_NICENESS`,
+ * decision 0029): what outgrew the event loop's allowance yields a shared core to the event
+ * loops that serve everyone else. Read when the threads start.
+ */
+export const EVALUATION_NICENESS = 10;
+let niceness = EVALUATION_NICENESS;
+
+/** Sets the evaluation threads' nice increment in this process (before their first task). */
+export function setEvaluationNiceness(increment: number): void {
+  niceness = increment;
+}
+
 let pool: ThreadPool<ThreadTask, unknown> | undefined;
 
 function threads(): ThreadPool<ThreadTask, unknown> {
   // The thread's script sits beside this file, as .ts in the sources and .js in dist/.
   const here = fileURLToPath(import.meta.url);
   const script = new URL(`./evaluation.worker${path.extname(here)}`, import.meta.url);
-  pool ??= new ThreadPool<ThreadTask, unknown>(script);
+  pool ??= new ThreadPool<ThreadTask, unknown>(script, { niceness });
   return pool;
 }
 

@@ -3,7 +3,7 @@
  * validates one payload against an input schema, per message, and answers with the result.
  */
 import { parentPort } from "node:worker_threads";
-import { THREAD_READY } from "../../platform/thread-pool.js";
+import { threadReady } from "../../platform/thread-pool.js";
 import type { ThreadTask } from "./evaluation-threads.js";
 import { validateTask } from "./json-schema.js";
 import { evaluateTask } from "./workflow.expressions.js";
@@ -34,4 +34,4 @@ validateTask({
   schema: { type: "object", properties: { s: { type: "string", pattern: "^a" } } },
   payload: { s: "a" },
 });
-port.postMessage(THREAD_READY);
+threadReady(port);

@@ -11,7 +11,13 @@ export const workflowsModule = feature("workflows", {
 /** The trace in words, one line per fact, each node as its node type describes it. */
 export { describeTrace } from "./describe-trace.js";
 /** Evaluates an expression on a thread under a deadline (decision 0024); a tenant's evaluations there. */
-export { evaluateOnThread, pendingOnThreads, waitingForThreads } from "./evaluation-threads.js";
+export {
+  evaluateOnThread,
+  pendingOnThreads,
+  /** Sets how far below the process's CPU priority evaluation threads run (`CDS_EVALUATION_NICENESS`). */
+  setEvaluationNiceness,
+  waitingForThreads,
+} from "./evaluation-threads.js";
 /** The catalogue of node types a process runs workflows with, built from the features' lists. */
 export {
   /** A compiled node: its id, its type, and whatever its node type compiled it to. */

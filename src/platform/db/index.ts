@@ -29,6 +29,13 @@ export interface Db {
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /** Subscribes to NOTIFY on a channel; resolves once listening. Returns the unsubscribe. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * PostgreSQL: an executor on connections of their own whose every statement PostgreSQL cancels
+   * after `timeoutMs` (error 57014), for reads that may run long and must not hold up the
+   * transaction that asks for them; it sees only what was committed. The embedded database has
+   * one connection and no such bound: null.
+   */
+  boundedReads(timeoutMs: number): Executor | null;
   close(): Promise<void>;
 }
 
@@ -59,6 +66,7 @@ function makeDb(
   kind: DriverKind,
   root: Kysely<Database>,
   listen: Db["listen"],
+  boundedReads: Db["boundedReads"],
   close: () => Promise<void>,
   checkNestedQueries: boolean,
 ): Db {
@@ -69,6 +77,7 @@ function makeDb(
       ? (fn) => inTransactionScope(() => root.transaction().execute(fn))
       : (fn) => root.transaction().execute(fn),
     listen,
+    boundedReads,
     close,
   };
 }
@@ -87,12 +96,34 @@ export async function openDb(options: DbOptions): Promise<Db> {
     pool.on("error", () => {});
     const listener = new PgListener(options.databaseUrl, pgTypes);
     const root = new Kysely<Database>({ dialect: new GuardedDialect(new PostgresDialect({ pool })) });
+    // One small pool per bound, made when first asked for. Not guarded: its queries run beside
+    // a transaction on purpose, on connections no transaction holds.
+    const bounded = new Map<number, Kysely<Database>>();
+    const boundedReads = (timeoutMs: number): Executor => {
+      let reader = bounded.get(timeoutMs);
+      if (!reader) {
+        const boundedPool = new pg.Pool({
+          connectionString: options.databaseUrl,
+          max: Math.max(2, Math.ceil((options.poolSize ?? 10) / 2)),
+          application_name: `${options.applicationName ?? "cds"}-bounded`,
+          types: pgTypes,
+          connectionTimeoutMillis: 10_000,
+          statement_timeout: timeoutMs,
+        });
+        boundedPool.on("error", () => {});
+        reader = new Kysely<Database>({ dialect: new PostgresDialect({ pool: boundedPool }) });
+        bounded.set(timeoutMs, reader);
+      }
+      return reader;
+    };
     return makeDb(
       "postgres",
       root,
       (channel, cb) => listener.listen(channel, cb),
+      boundedReads,
       async () => {
         await listener.close();
+        await Promise.all([...bounded.values()].map((reader) => reader.destroy()));
         await root.destroy();
       },
       options.checkNestedQueries ?? true,
@@ -117,6 +148,7 @@ export async function openDb(options: DbOptions): Promise<Db> {
       const stop = await pglite.listen(channel, cb);
       return () => stop();
     },
+    () => null,
     async () => {
       try {
         await root.destroy();
