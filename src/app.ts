@@ -51,9 +51,6 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   await operationsRoutes(app, ctx);
 
   for (const module of featureModules) await module.routes?.(app, ctx);
-  // Where no feature (the console) answers the front door, it leads to the API's documentation.
-  if (!app.hasRoute({ method: "GET", url: "/" }))
-    app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect("/docs", 302));
   return app;
 }
 

@@ -216,6 +216,57 @@ describe.skipIf(!hasChromium)("an analyst's day in Chromium", () => {
     await page.context().close();
   });
 
+  it("shows a refused bulk action above the bulk form, on the same view", async () => {
+    const user = await createConsoleUser(h.app, tenantId, "analyst", { name: "Kim Careful" });
+    const page = await newPage();
+    await signInAs(page, user);
+    await page.goto("/console/cases?q=petrov");
+    await page.getByLabel("With the chosen cases").selectOption("close");
+    await page.getByRole("button", { name: "Apply to the chosen cases" }).click();
+    const alert = page.locator("form#bulk").getByRole("alert");
+    await alert.waitFor();
+    expect(await alert.textContent()).toBe("Choose at least one case.");
+    expect(await page.getByLabel("Search").inputValue()).toBe("petrov");
+    await shoot(page, "form-error-inline");
+    await page.context().close();
+  });
+
+  it("sets the review deadlines, and shows a webhook's attempts with their time and duration", async () => {
+    const admin = await createConsoleUser(h.app, tenantId, "admin", { name: "Ada Admin" });
+    const page = await newPage();
+    await signInAs(page, admin);
+    await page.goto("/console/settings");
+    await page.getByRole("link", { name: "Review deadlines" }).click();
+    await page.waitForURL(/\/console\/settings\/review/);
+    await page.getByLabel("KYC").fill("24");
+    await page.getByRole("button", { name: "Save deadlines" }).click();
+    await page.waitForURL(/done=saved/);
+    expect(await page.getByLabel("KYC").inputValue()).toBe("24");
+    await shoot(page, "settings-review");
+
+    await configureWebhook(h.app, adminHeaders, tenantId, {
+      url: receiver.url("/hooks/log"),
+      secrets: [{ secret: "a-signing-secret-of-32-characters" }],
+    });
+    await page.goto("/console/settings/webhooks");
+    await page.getByRole("button", { name: "Send a test event" }).click();
+    await page.waitForURL(/done=test-sent/);
+    await receiver.waitFor(1, { path: "/hooks/log" });
+    const delivered = async () =>
+      (
+        await h.app.inject({
+          url: `/admin/tenants/${tenantId}/webhook-deliveries?eventType=webhook.test`,
+          headers: adminHeaders,
+        })
+      ).json().deliveries?.[0]?.status;
+    await expect.poll(delivered, { timeout: 20_000 }).toBe("succeeded");
+    await page.goto("/console/settings/webhooks");
+    const row = page.locator("tbody tr", { hasText: "webhook.test" });
+    expect(await row.getByText(/\d+ ms/).isVisible()).toBe(true);
+    await shoot(page, "settings-webhook-attempts");
+    await page.context().close();
+  });
+
   it("shows an override made with the CLI in the audit log, by the analyst's name", async () => {
     const analyst = await createConsoleUser(h.app, tenantId, "analyst", { name: "Rita Night-Shift" });
     const cli = await runCds(

@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
-import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "./support/app.js";
+import { failAuditOf as failAudit } from "./support/audit.js";
 import { runCds } from "./support/cli.js";
 import { createConsoleUser, signedIn, signIn } from "./support/console.js";
 import { adminHeaders, createKey, createTenant, enableTags, type Partner } from "./support/fixtures.js";
@@ -52,20 +52,7 @@ async function auditOf(tenantId: string) {
     .execute();
 }
 
-/** A trigger that fails the audit row of one action of one tenant: the failure after the change. */
-async function failAuditOf(tenantId: string, action: string): Promise<() => Promise<void>> {
-  const name = `fail_${tenantId.replaceAll("-", "")}`;
-  await sql
-    .raw(`
-    CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN RAISE EXCEPTION 'injected failure after the change'; END $$;
-    CREATE TRIGGER ${name} BEFORE INSERT ON console_audit FOR EACH ROW
-      WHEN (NEW.tenant_id = '${tenantId}' AND NEW.action = '${action}') EXECUTE FUNCTION ${name}();`)
-    .execute(h.ctx.db.root);
-  return async () => {
-    await sql.raw(`DROP TRIGGER ${name} ON console_audit; DROP FUNCTION ${name}();`).execute(h.ctx.db.root);
-  };
-}
+const failAuditOf = (tenantId: string, action: string) => failAudit(h.ctx, tenantId, action);
 
 describe("the audit log, whatever the door", () => {
   it("records a CLI override with the given actor, named, and the partner's tags and requests as its key", async () => {
@@ -113,7 +100,7 @@ describe("the audit log, whatever the door", () => {
 
     const keyActor = `apikey:${partner.keyId}`;
     expect(await auditOf(tenantId)).toEqual([
-      { actor: `analyst:${user.userId}`, action: "case.override", target: `case:${caseId}` },
+      { actor: `operator:${user.userId}`, action: "case.override", target: `case:${caseId}` },
       { actor: keyActor, action: "case.tag_add", target: `case:${caseId}` },
       { actor: keyActor, action: "case.tag_remove", target: `case:${caseId}` },
     ]);
@@ -129,7 +116,9 @@ describe("the audit log, whatever the door", () => {
     const page = await browser.get(`/console/audit?action=case.override&caseId=${caseId}`);
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain("Overrode the decision");
-    expect(page.body).toContain(`<span title="analyst:${user.userId}">`);
+    expect(page.body).toMatch(
+      new RegExp(`<span title="operator:${user.userId}">Analyst \\d+ \\(operator API\\)</span>`),
+    );
     expect(page.body).not.toContain("Added a tag</td>");
     const byKey = await browser.get(`/console/audit?actor=${encodeURIComponent(keyActor)}`);
     expect(byKey.body).toContain("Added a tag");
@@ -139,7 +128,7 @@ describe("the audit log, whatever the door", () => {
     expect(csv.headers["content-type"]).toBe("text/csv; charset=utf-8");
     expect(csv.headers["content-disposition"]).toBe('attachment; filename="audit-log.csv"');
     const lines = csv.body.trim().split("\n");
-    expect(lines[0]).toBe("at,actor,actor_name,action,target,before,after");
+    expect(lines[0]).toBe("at,actor,actor_name,action,action_name,target,before,after");
     expect(lines.filter((l) => l.includes(",case.override,"))).toHaveLength(1);
     expect(lines.some((l) => l.includes(`,${keyActor},`) && l.includes(",case.tag_add,"))).toBe(true);
     for (const bad of ["action=drop.table", "caseId=x", "from=yesterday"])
@@ -159,10 +148,10 @@ describe("the audit log, whatever the door", () => {
       303,
     );
     const csv = await browser.get("/console/audit.csv?action=case.comment");
-    expect(csv.body).toContain(`,"'=HYPERLINK(""http://evil"")",case.comment,`);
+    expect(csv.body).toContain(`,"'=HYPERLINK(""http://evil"")",case.comment,Commented,`);
     const stranger = await signedIn(h.app, await createTenant(h.app, "Other"), "admin");
     const theirs = await stranger.browser.get(`/console/audit.csv?caseId=${caseId}`);
-    expect(theirs.body.trim()).toBe("at,actor,actor_name,action,target,before,after");
+    expect(theirs.body.trim()).toBe("at,actor,actor_name,action,action_name,target,before,after");
   });
 });
 

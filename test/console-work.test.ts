@@ -497,10 +497,23 @@ describe("bulk actions", () => {
         action,
       ).toEqual(caseIds.map((id) => `case:${id}`).sort());
     }
-    expect((await browser.post("/console/cases/bulk", { action: "tag", caseId: [] })).statusCode).toBe(400);
-    expect(
-      (await browser.post("/console/cases/bulk", { action: "explode", caseId: caseIds })).statusCode,
-    ).toBe(400);
+    // A refusal is shown on the view it came from, above the bulk form, not on an error page.
+    const none = await browser.post("/console/cases/bulk", {
+      action: "tag",
+      caseId: [],
+      back: "/console/cases?q=ring",
+    });
+    expect(none.statusCode).toBe(400);
+    expect(none.body).toContain('<p class="field-error" role="alert">Choose at least one case.</p>');
+    expect(none.body).toContain('aria-label="Bulk actions"');
+    expect(none.body).toContain('value="/console/cases?q=ring"');
+    expect(none.body).not.toContain("That did not work");
+    const untagged = await browser.post("/console/cases/bulk", { action: "tag", caseId: caseIds });
+    expect(untagged.statusCode).toBe(400);
+    expect(untagged.body).toContain('role="alert">Choose the tag to add.</p>');
+    const unknown = await browser.post("/console/cases/bulk", { action: "explode", caseId: caseIds });
+    expect(unknown.statusCode).toBe(400);
+    expect(unknown.body).toContain('role="alert">Choose what to do with the chosen cases.</p>');
     const viewer = await signedIn(h.app, t.tenantId, "viewer");
     await viewer.browser.get("/console/cases");
     expect(

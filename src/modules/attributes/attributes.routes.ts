@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { routeGroup } from "../../platform/route-group.js";
-import { partnerOf } from "../auth/index.js";
+import { partnerBy } from "../auth/index.js";
 import { setCustomerAttributes } from "./attributes.service.js";
 
 const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
@@ -29,13 +29,8 @@ export function attributesRoutes(app: App, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const key = partnerOf(request);
-      return setCustomerAttributes(
-        ctx,
-        key.tenantId,
-        request.body.externalCustomerId,
-        request.body.attributes,
-      );
+      const { externalCustomerId, attributes } = request.body;
+      return setCustomerAttributes(ctx, partnerBy(request), externalCustomerId, attributes);
     },
   );
 }

@@ -1,6 +1,7 @@
 import type { AppContext } from "../../platform/context.js";
 import { badRequest, type ErrorDetail } from "../../platform/errors.js";
-import { type AttributeValue, mergeAttributes } from "./attributes.repo.js";
+import { type AuditBy, insertAudit } from "../users/index.js";
+import { type AttributeValue, getAttributes, mergeAttributes } from "./attributes.repo.js";
 
 export const MAX_ATTRIBUTES = 200;
 const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -14,14 +15,16 @@ export interface AttributesView {
 
 /**
  * Merges scalar attributes into a customer's (a `null` removes one). Names are identifiers, so
- * workflows read them as `customer.attributes.<name>`.
+ * workflows read them as `customer.attributes.<name>`. The audit row (`customer.attributes`, by
+ * `by`) commits with the merge: the sent names' values before and after.
  */
 export async function setCustomerAttributes(
   ctx: AppContext,
-  tenantId: string,
+  by: AuditBy,
   externalCustomerId: string,
   attributes: Record<string, unknown>,
 ): Promise<AttributesView> {
+  const { tenantId } = by;
   const problems: ErrorDetail[] = [];
   const entries = Object.entries(attributes);
   if (entries.length > MAX_ATTRIBUTES) {
@@ -49,13 +52,24 @@ export async function setCustomerAttributes(
       problems,
     );
   }
-  const row = await mergeAttributes(
-    ctx.db.root,
-    tenantId,
-    externalCustomerId,
-    attributes as Record<string, AttributeValue | null>,
-    MAX_ATTRIBUTES,
-  );
+  const row = await ctx.db.transaction(async (tx) => {
+    const current = await getAttributes(tx, tenantId, externalCustomerId);
+    const merged = await mergeAttributes(
+      tx,
+      tenantId,
+      externalCustomerId,
+      attributes as Record<string, AttributeValue | null>,
+      MAX_ATTRIBUTES,
+    );
+    if (merged) {
+      const names = Object.keys(attributes);
+      await insertAudit(tx, by, "customer.attributes", `customer:${externalCustomerId}`, {
+        before: Object.fromEntries(names.map((n) => [n, current[n] ?? null])),
+        after: Object.fromEntries(names.map((n) => [n, merged.attributes[n] ?? null])),
+      });
+    }
+    return merged;
+  });
   if (!row) {
     throw badRequest(
       `a customer has at most ${MAX_ATTRIBUTES} attributes; remove some (set them to null) first`,

@@ -3,7 +3,8 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { emptyResponse } from "../../platform/openapi.js";
 import { routeGroup } from "../../platform/route-group.js";
-import { createApiKey, getApiKeys, removeApiKey } from "./api-keys.service.js";
+import { operatorBy } from "../users/index.js";
+import { apiKeyAudit, createApiKey, getApiKeys, removeApiKey } from "./api-keys.service.js";
 import { SCOPES } from "./scopes.js";
 
 const RateLimit = Type.Object(
@@ -61,7 +62,16 @@ export function apiKeysRoutes(app: App, ctx: AppContext): void {
       response: { 201: Type.Intersect([ApiKey, Type.Object({ key: Type.String() })]) },
     },
     async (request, reply) =>
-      reply.status(201).send(await createApiKey(ctx, request.params.tenantId, request.body)),
+      reply
+        .status(201)
+        .send(
+          await createApiKey(
+            ctx,
+            request.params.tenantId,
+            request.body,
+            apiKeyAudit.create(operatorBy(request.params.tenantId)),
+          ),
+        ),
   );
 
   operator.get(
@@ -87,7 +97,8 @@ export function apiKeysRoutes(app: App, ctx: AppContext): void {
       response: { 204: emptyResponse("Deleted") },
     },
     async (request, reply) => {
-      await removeApiKey(ctx, request.params.tenantId, request.params.keyId);
+      const { tenantId, keyId } = request.params;
+      await removeApiKey(ctx, tenantId, keyId, apiKeyAudit.delete(operatorBy(tenantId), keyId));
       return reply.status(204).send();
     },
   );

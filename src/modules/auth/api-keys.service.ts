@@ -4,6 +4,7 @@ import type { Db, InSameTransaction } from "../../platform/db/index.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
 import { oncePer } from "../../platform/once-per.js";
 import { requireTenant } from "../tenants/index.js";
+import { type AuditBy, audited } from "../users/index.js";
 import { checkKeyValue, generateKeyValue, hashKeyValue, keyHint, newKeyId } from "./api-key-format.js";
 import {
   type ApiKeyRow,
@@ -100,6 +101,19 @@ function validate(input: CreateApiKeyInput, now: Date) {
   }
   return { name, scopes: [...new Set(input.scopes)], expiresAt };
 }
+
+/** The audit rows of a key's creation and deletion, whatever the door: the key's view, never its value. */
+export const apiKeyAudit = {
+  create: (by: AuditBy) =>
+    audited<ApiKeyView>(
+      by,
+      "apikey.create",
+      (key) => `apikey:${key.keyId}`,
+      (key) => ({ after: key }),
+    ),
+  delete: (by: AuditBy, keyId: string) =>
+    audited<ApiKeyView>(by, "apikey.delete", `apikey:${keyId}`, (before) => ({ before })),
+};
 
 export async function createApiKey(
   ctx: AppContext,

@@ -30,6 +30,12 @@ export function partnerOf(request: FastifyRequest): AuthenticatedKey {
   return request.apiKey;
 }
 
+/** Who a partner route's change is by, as the audit log records it: `apikey:<keyId>` of its tenant. */
+export function partnerBy(request: FastifyRequest): { tenantId: string; actor: string } {
+  const key = partnerOf(request);
+  return { tenantId: key.tenantId, actor: `apikey:${key.keyId}` };
+}
+
 /**
  * One hook for every route: partner routes need a live key with the route's scope (401, then
  * 403, then 429), operator routes the admin bearer token. It runs before the body is read, so a

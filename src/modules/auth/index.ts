@@ -20,6 +20,8 @@ export {
   type ApiKeyView,
   /** The key a partner request was let in with. */
   type AuthenticatedKey,
+  /** The audit rows of a key's creation and deletion (never its value). */
+  apiKeyAudit,
   /** Looks up a key let in unconfirmed: 401 when it is no longer live. */
   confirmKey,
   /** Issues an API key with scopes; its value is in the answer, once. */
@@ -30,6 +32,8 @@ export {
   removeApiKey,
 } from "./api-keys.service.js";
 export {
+  /** Who a partner route's change is by, for the audit log (`apikey:<keyId>`). */
+  partnerBy,
   /** The authenticated key of a partner route */
   partnerOf,
 } from "./auth.plugin.js";

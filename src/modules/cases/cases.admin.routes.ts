@@ -4,6 +4,7 @@ import type { AppContext } from "../../platform/context.js";
 import { errorResponse } from "../../platform/openapi.js";
 import { routeGroup } from "../../platform/route-group.js";
 import { DECISION_VALUES } from "../case-model/index.js";
+import { operatorActor } from "../users/index.js";
 import {
   closeCase,
   getCaseAsOperator,
@@ -71,7 +72,8 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
         409: errorResponse("The case is closed, or has no decision to override"),
       },
     },
-    async (request) => overrideDecision(ctx, request.params.caseId, request.body),
+    async (request) =>
+      overrideDecision(ctx, request.params.caseId, request.body, operatorActor(request.body.actor)),
   );
 
   operator.post(
@@ -87,7 +89,7 @@ export function casesAdminRoutes(app: App, ctx: AppContext): void {
         409: errorResponse("The case is closed, or has no decision to override"),
       },
     },
-    async (request) => closeCase(ctx, request.params.caseId, request.body),
+    async (request) => closeCase(ctx, request.params.caseId, request.body, operatorActor(request.body.actor)),
   );
 
   app.post(

@@ -18,7 +18,8 @@ import {
 
 /**
  * An analyst's override: a new current decision appended to the history, `workflow_result`
- * untouched, and `case.decision_overridden` in the same transaction.
+ * untouched, and `case.decision_overridden` in the same transaction. `auditActor` is who the audit
+ * row names: the console's user (`analyst:<userId>`), or `operator:<actor>` for the operator API.
  */
 export async function overrideDecision(
   ctx: AppContext,
@@ -30,6 +31,7 @@ export async function overrideDecision(
     /** How many decisions the case had when the analyst looked: another since then is a 409. */
     basedOn?: number;
   },
+  auditActor: string,
 ): Promise<CaseRecordView> {
   return ctx.db.transaction(async (tx) => {
     const row = await findCaseAnyTenant(tx, caseId, true);
@@ -60,13 +62,10 @@ export async function overrideDecision(
       decision_history: JSON.stringify(history),
     });
     // Whatever the door (console, operator API, CLI), the audit row commits with the override.
-    await insertAudit(
-      tx,
-      { tenantId: row.tenant_id, actor: entry.actor },
-      "case.override",
-      `case:${row.id}`,
-      { before: { status: row.status, decision: row.decision }, after: { status, decision: entry } },
-    );
+    await insertAudit(tx, { tenantId: row.tenant_id, actor: auditActor }, "case.override", `case:${row.id}`, {
+      before: { status: row.status, decision: row.decision },
+      after: { status, decision: entry },
+    });
     const result = { decision: entry, decisionHistory: history, workflow_result: row.workflow_result };
     await emitEvent(tx, decisionEvent("case.decision_overridden", row, result, now));
     const updated = await findCaseAnyTenant(tx, caseId);
@@ -74,11 +73,15 @@ export async function overrideDecision(
   });
 }
 
-/** Closes a case for good: whatever it still waits on stops waiting, and no step runs again. */
+/**
+ * Closes a case for good: whatever it still waits on stops waiting, and no step runs again.
+ * `auditActor` as for `overrideDecision`.
+ */
 export async function closeCase(
   ctx: AppContext,
   caseId: string,
   input: { actor: string },
+  auditActor: string,
 ): Promise<CaseRecordView> {
   return ctx.db.transaction(async (tx) => {
     const row = await findCaseAnyTenant(tx, caseId, true);
@@ -92,13 +95,10 @@ export async function closeCase(
       closed_at: new Date(),
       closed_by: `analyst:${input.actor}`,
     });
-    await insertAudit(
-      tx,
-      { tenantId: row.tenant_id, actor: `analyst:${input.actor}` },
-      "case.close",
-      `case:${row.id}`,
-      { before: { status: row.status }, after: { status: "closed" } },
-    );
+    await insertAudit(tx, { tenantId: row.tenant_id, actor: auditActor }, "case.close", `case:${row.id}`, {
+      before: { status: row.status },
+      after: { status: "closed" },
+    });
     const updated = await findCaseAnyTenant(tx, caseId);
     return caseRecord(ctx.cases.parts, tx, updated ?? row);
   });

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
-import { badRequest } from "../../platform/errors.js";
+import { AppError, badRequest } from "../../platform/errors.js";
 import {
   assignCases,
   closeCase,
@@ -48,6 +48,7 @@ export function allCasesRoutes(scope: App, ctx: AppContext): void {
     query: ViewQuery,
     mine: boolean,
     problem?: FormProblem,
+    status = problem ? 400 : 200,
   ) => {
     const session = sessionOf(request);
     const page = { ...pageOf(request, reply), problem };
@@ -67,7 +68,7 @@ export function allCasesRoutes(scope: App, ctx: AppContext): void {
         canAct={can(session.role, "cases:review")}
         isAdmin={session.role === "admin"}
       />,
-      problem ? 400 : 200,
+      status,
     );
   };
 
@@ -102,12 +103,17 @@ export function allCasesRoutes(scope: App, ctx: AppContext): void {
     },
   );
 
-  scope.post("/cases/bulk", { config: review }, async (request, reply) => {
+  /** A bulk action on the chosen cases; `progress.done` counts the cases done one by one. */
+  const bulkAction = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    form: ReturnType<typeof formOf>,
+    back: string,
+    progress: { done: number },
+  ) => {
     const session = sessionOf(request);
-    const form = formOf(request);
     const caseIds = [...new Set(form.list("caseId"))];
     const action = form.text("action");
-    const back = backTo(form.text("back"));
     const withDone = (done: string) => `${back}${back.includes("?") ? "&" : "?"}done=${done}`;
     if (caseIds.length === 0) throw badRequest("Choose at least one case.");
     if (caseIds.length > 200) throw badRequest("Choose at most 200 cases at once.");
@@ -129,19 +135,43 @@ export function allCasesRoutes(scope: App, ctx: AppContext): void {
         const tag = form.text("tag");
         if (!tag) throw badRequest("Choose the tag to add.");
         // Each case's tag and its audit row commit together (tags writes both).
-        for (const caseId of caseIds)
+        for (const caseId of caseIds) {
           await applyTag(ctx, session.tenantId, { kind: "analyst", userId: session.userId }, caseId, tag);
+          progress.done += 1;
+        }
         return seeOther(reply, withDone("tagged"));
       }
       case "close":
         for (const caseId of caseIds) {
           const before = await getCase(ctx, session.tenantId, caseId);
-          if (before.status === "closed") continue;
-          await closeCase(ctx, caseId, { actor: session.userId });
+          if (before.status !== "closed")
+            await closeCase(ctx, caseId, { actor: session.userId }, session.actor);
+          progress.done += 1;
         }
         return seeOther(reply, withDone("closed"));
       default:
         throw badRequest("Choose what to do with the chosen cases.");
+    }
+  };
+
+  scope.post("/cases/bulk", { config: review }, async (request, reply) => {
+    const form = formOf(request);
+    const back = backTo(form.text("back"));
+    const progress = { done: 0 };
+    try {
+      return await bulkAction(request, reply, form, back, progress);
+    } catch (error) {
+      // A refusal is shown above the bulk form on the view it came from, like any refused form.
+      if (!(error instanceof AppError) || ![400, 409, 422].includes(error.status)) throw error;
+      const url = new URL(back, "http://console.invalid");
+      const chosen = [...new Set(form.list("caseId"))].length;
+      const message =
+        progress.done > 0
+          ? `${error.message} (${progress.done} of the ${chosen} chosen cases were done before this.)`
+          : error.message;
+      const problem = { form: "bulk", message, fields: {}, values: {} };
+      const query = Object.fromEntries(url.searchParams) as ViewQuery;
+      return view(request, reply, query, url.pathname === "/console/mine", problem, error.status);
     }
   });
 }

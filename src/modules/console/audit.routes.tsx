@@ -8,6 +8,7 @@ import { actorNames } from "./case.service.js";
 import { pageOf, sendPage, sessionOf } from "./console.plugin.js";
 import { utcDay as day } from "./form.js";
 import { AUDIT_ACTIONS, AuditPageView } from "./views/audit.js";
+import { actorName } from "./views/components.js";
 
 export const AUDIT_PAGE_SIZE = 50;
 /** The most rows one CSV export holds (narrow the filters for more). */
@@ -84,15 +85,16 @@ export function auditRoutes(scope: App, ctx: AppContext): void {
         rows.map((r) => [
           r.at.toISOString(),
           r.actor,
-          names.get(r.actor) ?? "",
+          actorName(r.actor, names) ?? "",
           r.action,
+          AUDIT_ACTIONS[r.action] ?? "",
           r.target,
           r.before === null ? "" : JSON.stringify(r.before),
           r.after === null ? "" : JSON.stringify(r.after),
         ]),
         {
           header: true,
-          columns: ["at", "actor", "actor_name", "action", "target", "before", "after"],
+          columns: ["at", "actor", "actor_name", "action", "action_name", "target", "before", "after"],
           // A cell a spreadsheet would run as a formula (=, +, -, @) is written as text.
           escape_formulas: true,
         },

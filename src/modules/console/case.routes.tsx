@@ -20,10 +20,10 @@ import {
   RaiseBody,
   raiseRequest,
   remindRequest,
+  rfiAudit,
 } from "../rfi/index.js";
 import { applyTag, removeTag } from "../tags/index.js";
 import { workerOf } from "./all-cases.routes.js";
-import { audited } from "./audit.js";
 import { actorNames, caseScreen } from "./case.service.js";
 import { pageOf, problemOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
@@ -162,12 +162,12 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
     await requireWork(ctx, workerOf(session), caseId);
     const basedOn = /^\d{1,6}$/.test(form.text("basedOn")) ? Number(form.text("basedOn")) : undefined;
     try {
-      await overrideDecision(ctx, caseId, {
-        value: value as DecisionValue,
-        actor: session.userId,
-        reason,
-        basedOn,
-      });
+      await overrideDecision(
+        ctx,
+        caseId,
+        { value: value as DecisionValue, actor: session.userId, reason, basedOn },
+        session.actor,
+      );
     } catch (error) {
       if (!(error instanceof AppError) || error.status !== 409 || basedOn === undefined) throw error;
       // Someone decided first: the page shows their decision, and this one is not recorded.
@@ -187,7 +187,7 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
 
   caseAction("/close", "closed", "review", async (session, { caseId }) => {
     await requireWork(ctx, workerOf(session), caseId);
-    await closeCase(ctx, caseId, { actor: session.userId });
+    await closeCase(ctx, caseId, { actor: session.userId }, session.actor);
   });
 
   scope.post<CaseParams>("/cases/:caseId/assign", { config: review }, async (request, reply) => {
@@ -265,27 +265,11 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
   });
 
   caseAction<RfiParams["Params"]>("/rfi/:rfiId/remind", "reminded", "rfi", (session, { caseId, rfiId }) =>
-    remindRequest(
-      ctx,
-      caseId,
-      rfiId,
-      audited(session, "rfi.remind", `rfi:${rfiId}`, (after) => ({
-        after: { reminderCount: after.reminderCount },
-      })),
-    ),
+    remindRequest(ctx, caseId, rfiId, rfiAudit.remind(session, rfiId)),
   );
 
   caseAction<RfiParams["Params"]>("/rfi/:rfiId/cancel", "cancelled", "rfi", (session, { caseId, rfiId }) =>
-    cancelRequest(
-      ctx,
-      caseId,
-      rfiId,
-      session.userId,
-      audited(session, "rfi.cancel", `rfi:${rfiId}`, (after) => ({
-        before: { status: "pending" },
-        after: { status: after.status },
-      })),
-    ),
+    cancelRequest(ctx, caseId, rfiId, session.userId, rfiAudit.cancel(session, rfiId)),
   );
 
   scope.post<RfiParams>("/cases/:caseId/rfi/:rfiId/answer", { config: review }, async (request, reply) => {
@@ -307,10 +291,7 @@ export function caseRoutes(scope: App, ctx: AppContext): void {
       rfiId,
       { kind: "analyst", userId: session.userId },
       { fields, documents },
-      audited(session, "rfi.answer", `rfi:${rfiId}`, (result) => ({
-        before: { status: "pending" },
-        after: { status: result.status, fieldCount: result.fieldCount, documentCount: result.documentCount },
-      })),
+      rfiAudit.answer(session, rfiId),
     );
     return seeOther(reply, done(caseId, "answered", "rfi"));
   });

@@ -64,6 +64,7 @@ export async function actorNames(ctx: AppContext, tenantId: string): Promise<Map
   return new Map([
     ...users.map((u) => [`analyst:${u.userId}`, u.name] as const),
     ...keys.map((k) => [`apikey:${k.keyId}`, `API key “${k.name}”`] as const),
+    ["operator", "Operator (API, CLI)"],
   ]);
 }
 

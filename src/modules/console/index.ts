@@ -12,7 +12,7 @@ import { settingsRoutes } from "./settings.routes.js";
 /** The console at /console: the screens of a tenant's analysts and admins (contract section 6). */
 export const consoleModule = feature("console", {
   routes: (app, ctx) => {
-    // The service's front door leads to the console; without the console, to the API's docs (app.ts).
+    // The service's front door leads to the console (contract section 6): the console is always on.
     app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect("/console", 302));
     app.get("/favicon.ico", { schema: { hide: true } }, (_request, reply) =>
       reply.type("image/svg+xml").header("cache-control", "public, max-age=86400").send(FAVICON),

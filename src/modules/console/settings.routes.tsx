@@ -3,9 +3,10 @@ import type { VNode } from "preact";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { AppError, badRequest } from "../../platform/errors.js";
-import { createApiKey, getApiKeys, removeApiKey } from "../auth/index.js";
-import { getTagOptions, setTagOption } from "../tags/index.js";
+import { apiKeyAudit, createApiKey, getApiKeys, removeApiKey } from "../auth/index.js";
+import { getTagOptions, setTagOption, tagOptionAudit } from "../tags/index.js";
 import {
+  audited,
   changeRole,
   createUser,
   getUser,
@@ -22,8 +23,8 @@ import {
   redeliver,
   removeWebhookConfig,
   sendTestEvent,
+  webhookAudit,
 } from "../webhooks/index.js";
-import { audited } from "./audit.js";
 import { pageOf, problemOf, seeOther, sendPage, sessionOf } from "./console.plugin.js";
 import { formOf } from "./form.js";
 import type { FormProblem, PageContext } from "./views/layout.js";
@@ -107,12 +108,7 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
         scopes: form.list("scopes"),
         expiresAt: utcInput(form.text("expiresAt"), "the expiry") ?? null,
       },
-      audited(
-        session,
-        "apikey.create",
-        (key) => `apikey:${key.keyId}`,
-        (key) => ({ after: key }),
-      ),
+      apiKeyAudit.create(session),
     );
     // The value is in this answer only: never in a URL, a log or a later page.
     const list = await getApiKeys(ctx, session.tenantId);
@@ -125,12 +121,7 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
     keys,
     "/console/settings/api-keys?done=key-deleted",
     async (session, { params: { keyId } }) => {
-      await removeApiKey(
-        ctx,
-        session.tenantId,
-        keyId,
-        audited(session, "apikey.delete", `apikey:${keyId}`, (before) => ({ before })),
-      );
+      await removeApiKey(ctx, session.tenantId, keyId, apiKeyAudit.delete(session, keyId));
     },
   );
 
@@ -147,16 +138,7 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
       const form = formOf(request);
       const tag = form.raw("tag");
       const enabled = form.text("enabled") !== "false";
-      await setTagOption(
-        ctx,
-        session.tenantId,
-        tag,
-        enabled,
-        audited(session, "tag_option.set", `tag:${tag}`, ({ before, after }) => ({
-          before: before ? { enabled: before.enabled } : undefined,
-          after: { enabled: after.enabled },
-        })),
-      );
+      await setTagOption(ctx, session.tenantId, tag, enabled, tagOptionAudit(session, tag));
     },
   );
 
@@ -215,7 +197,7 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
           maxAttempts: positiveInt(form.text("maxAttempts"), "maxAttempts"),
           timeoutMs: positiveInt(form.text("timeoutMs"), "timeoutMs"),
         },
-        audited(session, "webhook.set", `webhook:${webhookKey}`, (change) => change),
+        webhookAudit.set(session, webhookKey),
       );
     } catch (error) {
       const values = Object.fromEntries(
@@ -239,12 +221,7 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
     hooks,
     "/console/settings/webhooks?done=webhook-deleted",
     async (session, { params: { webhookKey } }) => {
-      await removeWebhookConfig(
-        ctx,
-        session.tenantId,
-        webhookKey,
-        audited(session, "webhook.delete", `webhook:${webhookKey}`, (before) => ({ before })),
-      );
+      await removeWebhookConfig(ctx, session.tenantId, webhookKey, webhookAudit.delete(session, webhookKey));
     },
   );
 

@@ -3,6 +3,7 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { emptyResponse } from "../../platform/openapi.js";
 import { routeGroup } from "../../platform/route-group.js";
+import { operatorActor } from "../users/index.js";
 import {
   DEFAULT_VENDOR_TIMEOUT_MS,
   getProviderConfig,
@@ -64,10 +65,13 @@ export function providerConfigsRoutes(app: App, ctx: AppContext): void {
       response: { 200: ProviderConfig, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
     },
     async (request) =>
-      putProviderConfig(ctx, request.params.tenantId, request.params.brokerId, {
-        ...request.body,
-        credentials: request.body.credentials as Record<string, unknown>,
-      }),
+      putProviderConfig(
+        ctx,
+        request.params.tenantId,
+        request.params.brokerId,
+        { ...request.body, credentials: request.body.credentials as Record<string, unknown> },
+        operatorActor(),
+      ),
   );
 
   operator.get(
@@ -110,7 +114,7 @@ export function providerConfigsRoutes(app: App, ctx: AppContext): void {
       response: { 204: emptyResponse("Deleted"), 401: ErrorBody, 404: ErrorBody },
     },
     async (request, reply) => {
-      await removeProviderConfig(ctx, request.params.tenantId, request.params.brokerId);
+      await removeProviderConfig(ctx, request.params.tenantId, request.params.brokerId, operatorActor());
       return reply.status(204).send();
     },
   );

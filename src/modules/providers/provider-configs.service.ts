@@ -3,6 +3,7 @@ import { randomBase62 } from "../../platform/crypto.js";
 import { AppError, badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { type SecretBox, secretBoxOf } from "../../platform/secret-box.js";
 import { requireTenant } from "../tenants/index.js";
+import { insertAudit } from "../users/index.js";
 import { MAX_TARGET_URL_LENGTH, targetProblem } from "../webhooks/index.js";
 import type { Broker } from "./broker.js";
 import { problemsOf } from "./broker-schemas.js";
@@ -92,11 +93,29 @@ async function baseUrlProblems(ctx: AppContext, raw: string): Promise<string[]> 
   return problem ? [problem] : [];
 }
 
+/**
+ * A configuration as its audit row records it: what a reader may see, never the credentials,
+ * the webhook secret or the inbound URL's token.
+ */
+function audited(row: ProviderConfigRow) {
+  return {
+    baseUrl: row.base_url,
+    timeoutMs: row.timeout_ms,
+    webhookSecretSet: row.webhook_secret_sealed !== null,
+  };
+}
+
+/**
+ * Stores a broker's configuration, and its audit row (`provider.set`, by `actor`) in the same
+ * transaction: what changed, with the credentials and the webhook secret said to be replaced or
+ * kept, never their values.
+ */
 export async function putProviderConfig(
   ctx: AppContext,
   tenantId: string,
   brokerId: string,
   input: ProviderConfigInput,
+  actor: string,
 ): Promise<ProviderConfigView> {
   await requireTenant(ctx.db.root, tenantId);
   const broker = requireBroker(brokerId);
@@ -136,12 +155,26 @@ export async function putProviderConfig(
       details,
     );
   }
-  const row = await upsertProviderConfig(ctx.db.root, tenantId, brokerId, {
-    baseUrl,
-    credentialsSealed: box.seal(JSON.stringify(input.credentials), credentialsPurpose(tenantId, brokerId)),
-    webhookSecretSealed,
-    inboundToken: randomBase62(32),
-    timeoutMs: input.timeoutMs ?? DEFAULT_VENDOR_TIMEOUT_MS,
+  const row = await ctx.db.transaction(async (tx) => {
+    const before = await findProviderConfig(tx, tenantId, brokerId);
+    const stored = await upsertProviderConfig(tx, tenantId, brokerId, {
+      baseUrl,
+      credentialsSealed: box.seal(JSON.stringify(input.credentials), credentialsPurpose(tenantId, brokerId)),
+      webhookSecretSealed,
+      inboundToken: randomBase62(32),
+      timeoutMs: input.timeoutMs ?? DEFAULT_VENDOR_TIMEOUT_MS,
+    });
+    await insertAudit(tx, { tenantId, actor }, "provider.set", `provider:${brokerId}`, {
+      before: before && audited(before),
+      after: {
+        ...audited(stored),
+        credentials: "replaced",
+        ...(webhookSecretSealed === null
+          ? {}
+          : { webhookSecret: input.webhookSecret === undefined ? "kept" : "replaced" }),
+      },
+    });
+    return stored;
   });
   ctx.log.info({ tenantId, brokerId }, "provider configuration stored");
   return toView(ctx, row);
@@ -165,18 +198,26 @@ export async function getProviderConfig(
 }
 
 /**
- * Removes a configuration. Workflow versions naming the broker can no longer be published; runs
- * still paused on it fail their next vendor call, and its inbound URL answers 404.
+ * Removes a configuration, with its audit row (`provider.delete`) in the same transaction. Workflow
+ * versions naming the broker can no longer be published; runs still paused on it fail their next
+ * vendor call, and its inbound URL answers 404.
  */
 export async function removeProviderConfig(
   ctx: AppContext,
   tenantId: string,
   brokerId: string,
+  actor: string,
 ): Promise<void> {
   await requireTenant(ctx.db.root, tenantId);
   requireBroker(brokerId);
-  if (!(await deleteProviderConfig(ctx.db.root, tenantId, brokerId)))
-    throw notFound("provider configuration");
+  await ctx.db.transaction(async (tx) => {
+    const before = await findProviderConfig(tx, tenantId, brokerId);
+    if (!before || !(await deleteProviderConfig(tx, tenantId, brokerId)))
+      throw notFound("provider configuration");
+    await insertAudit(tx, { tenantId, actor }, "provider.delete", `provider:${brokerId}`, {
+      before: audited(before),
+    });
+  });
   ctx.log.info({ tenantId, brokerId }, "provider configuration deleted");
 }
 

@@ -21,6 +21,10 @@ export const rfiModule = feature("rfi", {
 });
 
 export {
+  /** The audit rows of reminders, cancels and answers, for a service's `also`. */
+  rfiAudit,
+} from "./rfi.audit.js";
+export {
   /** The limits of information requests (a case record shows the `shownPerCase` most recent). */
   RFI_LIMITS,
 } from "./rfi.limits.js";

@@ -3,6 +3,8 @@ import type { AppContext } from "../../platform/context.js";
 import type { InSameTransaction, Tx } from "../../platform/db/index.js";
 import { AppError } from "../../platform/errors.js";
 import { resumeWait } from "../engine/index.js";
+import { operatorBy } from "../users/index.js";
+import { rfiAudit } from "./rfi.audit.js";
 import { emitAnswered } from "./rfi.events.js";
 import { RFI_LIMITS, RFI_WAIT } from "./rfi.limits.js";
 import { attachSlot, closeRequest, findSlotsForAttach, type RfiRow, type SlotRow } from "./rfi.repo.js";
@@ -165,7 +167,10 @@ export async function answerRequest(
   });
 }
 
-/** The operator API's answer: the analyst named by `actor` answers (`answered_by` `analyst:<actor>`). */
+/**
+ * The operator API's answer: the analyst named by `actor` answers (`answered_by` `analyst:<actor>`),
+ * audited as `operator:<actor>`.
+ */
 export async function answerAsAnalyst(
   ctx: AppContext,
   caseId: string,
@@ -180,5 +185,6 @@ export async function answerAsAnalyst(
     );
   }
   const tenantId = await tenantOfCase(ctx, caseId);
-  return answerRequest(ctx, tenantId, caseId, rfiId, { kind: "analyst", userId: actor }, body);
+  const audit = rfiAudit.answer(operatorBy(tenantId, actor), rfiId);
+  return answerRequest(ctx, tenantId, caseId, rfiId, { kind: "analyst", userId: actor }, body, audit);
 }

@@ -4,6 +4,8 @@ import type { AppContext } from "../../platform/context.js";
 import { AppError } from "../../platform/errors.js";
 import { errorResponse } from "../../platform/openapi.js";
 import { routeGroup } from "../../platform/route-group.js";
+import { operatorActor, operatorBy } from "../users/index.js";
+import { rfiAudit } from "./rfi.audit.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import { AdminAnswerBody, AdminRaiseBody } from "./rfi.schemas.js";
 import {
@@ -45,6 +47,9 @@ function optionalActor(body: unknown): string | undefined {
 /** The operator API of information requests (analysts act through it). */
 export function rfiAdminRoutes(app: App, ctx: AppContext): void {
   const operator = routeGroup(app, TAGS, { admin: true, errorStyle: "rfi" });
+  /** The operator acting on a case's request, in the case's tenant's audit log. */
+  const operatorOf = async (caseId: string, actor?: string) =>
+    operatorBy(await tenantOfCase(ctx, caseId), actor);
 
   operator.post(
     "/admin/cases/:caseId/rfi",
@@ -68,6 +73,7 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
         { kind: "analyst", userId: actor },
         request.params.caseId,
         input,
+        operatorActor(actor),
       );
       return reply.status(201).send(view);
     },
@@ -100,7 +106,8 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
         409: errorResponse("`not_pending`: the request is not pending", "rfi"),
       },
     },
-    async (request) => remindRequest(ctx, request.params.caseId, request.params.rfiId),
+    async ({ params: { caseId, rfiId } }) =>
+      remindRequest(ctx, caseId, rfiId, rfiAudit.remind(await operatorOf(caseId), rfiId)),
   );
 
   operator.post(
@@ -117,8 +124,16 @@ export function rfiAdminRoutes(app: App, ctx: AppContext): void {
         409: errorResponse("`not_pending`: the request is not pending", "rfi"),
       },
     },
-    async (request) =>
-      cancelRequest(ctx, request.params.caseId, request.params.rfiId, optionalActor(request.body)),
+    async ({ params: { caseId, rfiId }, body }) => {
+      const actor = optionalActor(body);
+      return cancelRequest(
+        ctx,
+        caseId,
+        rfiId,
+        actor,
+        rfiAudit.cancel(await operatorOf(caseId, actor), rfiId),
+      );
+    },
   );
 
   app.post(

@@ -3,7 +3,8 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { errorResponse } from "../../platform/openapi.js";
 import { routeGroup } from "../../platform/route-group.js";
-import { partnerOf } from "../auth/index.js";
+import { partnerBy, partnerOf } from "../auth/index.js";
+import { rfiAudit } from "./rfi.audit.js";
 import { RFI_LIMITS } from "./rfi.limits.js";
 import { AnswerBody, MintBody, RaiseBody } from "./rfi.schemas.js";
 import { getRequest, listRequestsOfCase, raiseRequest } from "./rfi.service.js";
@@ -152,6 +153,7 @@ export function rfiRoutes(app: App, ctx: AppContext): void {
         rfiId,
         { kind: "apikey", keyId: key.keyId },
         request.body,
+        rfiAudit.answer(partnerBy(request), rfiId),
       );
     },
   );

@@ -125,13 +125,17 @@ export async function storeRequest(
   return row;
 }
 
-/** Raises a request through the API (`source` api) or by an analyst (`source` analyst). */
+/**
+ * Raises a request through the API (`source` api) or by an analyst (`source` analyst). The audit
+ * row names `auditActor`, by default the actor (the operator API gives `operator:<actor>`).
+ */
 export async function raiseRequest(
   ctx: AppContext,
   tenantId: string,
   actor: Extract<Actor, { kind: "apikey" | "analyst" }>,
   caseId: string,
   input: RaiseInput,
+  auditActor: string = actorLabel(actor),
 ): Promise<InformationRequestView> {
   const row = await ctx.db.transaction(async (tx) => {
     const found = await requireCase(tx, tenantId, caseId);
@@ -162,8 +166,8 @@ export async function raiseRequest(
       },
       { type: found.type, dryRun: found.dry_run },
     );
-    // Whatever the door (the partner's key, the console), the audit row commits with the request.
-    await insertAudit(tx, { tenantId, actor: actorLabel(actor) }, "rfi.raise", `case:${caseId}`, {
+    // Whatever the door (the partner's key, the console, the operator), the audit row commits with the request.
+    await insertAudit(tx, { tenantId, actor: auditActor }, "rfi.raise", `case:${caseId}`, {
       after: {
         rfiId: stored.id,
         to: input.to,

@@ -26,4 +26,6 @@ export {
   setTagOption,
   /** A tag of the vocabulary as the operator API shows it. */
   type TagOptionView,
+  /** The audit row of a change to the vocabulary. */
+  tagOptionAudit,
 } from "./tags.service.js";

@@ -5,7 +5,16 @@ import { badRequest } from "../../platform/errors.js";
 import { emptyResponse, errorResponse } from "../../platform/openapi.js";
 import { routeGroup } from "../../platform/route-group.js";
 import { partnerOf } from "../auth/index.js";
-import { applyTag, getCaseTags, getTagOptions, removeTag, setTagOption, TAG_LIMITS } from "./tags.service.js";
+import { operatorBy } from "../users/index.js";
+import {
+  applyTag,
+  getCaseTags,
+  getTagOptions,
+  removeTag,
+  setTagOption,
+  TAG_LIMITS,
+  tagOptionAudit,
+} from "./tags.service.js";
 
 const Tag = Type.Object({
   tag: Type.String({ maxLength: TAG_LIMITS.length }),
@@ -102,7 +111,11 @@ export function tagsRoutes(app: App, ctx: AppContext): void {
       body: Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false }),
       response: { 200: TagOption },
     },
-    async (request) => setTagOption(ctx, request.params.tenantId, request.params.tag, request.body.enabled),
+    async (request) => {
+      const { tenantId, tag } = request.params;
+      const audit = tagOptionAudit(operatorBy(tenantId), tag);
+      return setTagOption(ctx, tenantId, tag, request.body.enabled, audit);
+    },
   );
 
   operator.get(

@@ -4,7 +4,7 @@ import type { InSameTransaction } from "../../platform/db/index.js";
 import { AppError, badRequest, notFound } from "../../platform/errors.js";
 import { caseExists, lockCase } from "../cases/index.js";
 import { requireTenant } from "../tenants/index.js";
-import { insertAudit } from "../users/index.js";
+import { type AuditBy, audited, insertAudit } from "../users/index.js";
 import {
   type CaseTagRow,
   deleteCaseTag,
@@ -126,6 +126,18 @@ export async function removeTag(
     });
   });
 }
+
+/** The audit row of a change to the vocabulary, whatever the door. */
+export const tagOptionAudit = (by: AuditBy, tag: string) =>
+  audited<{ before: TagOptionView | undefined; after: TagOptionView }>(
+    by,
+    "tag_option.set",
+    `tag:${tag}`,
+    ({ before, after }) => ({
+      before: before ? { enabled: before.enabled } : undefined,
+      after: { enabled: after.enabled },
+    }),
+  );
 
 export async function setTagOption(
   ctx: AppContext,

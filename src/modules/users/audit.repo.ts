@@ -1,11 +1,25 @@
-import { type Executor, json, type Row } from "../../platform/db/index.js";
+import { type Executor, type InSameTransaction, json, type Row } from "../../platform/db/index.js";
 
 export type AuditRow = Row<"console_audit">;
 
-/** Who made a change: their tenant, and `analyst:<userId>` for a console user, `operator` for the operator API. */
+/**
+ * Who made a change: their tenant, and the actor: `analyst:<userId>` for a console user,
+ * `apikey:<keyId>` for a partner's key, `operator:<actor>` for the operator API and the CLI when
+ * the request names an actor, `operator` when it does not.
+ */
 export interface AuditBy {
   tenantId: string;
   actor: string;
+}
+
+/** The operator API's (and so the CLI's) actor: `operator:<actor>` when the request names one. */
+export function operatorActor(actor?: string | null): string {
+  return actor ? `operator:${actor}` : "operator";
+}
+
+/** The operator acting on a tenant's data, as `operatorActor` names them. */
+export function operatorBy(tenantId: string, actor?: string | null): AuditBy {
+  return { tenantId, actor: operatorActor(actor) };
 }
 
 /**
@@ -31,6 +45,27 @@ export async function insertAudit(
       after: change.after === undefined ? null : json(change.after),
     })
     .execute();
+}
+
+/**
+ * The audit row of a change made through a service that takes an `also` callback, written in
+ * that service's transaction, after the change and from its result: the change and its row
+ * commit together or not at all (decision 0015).
+ */
+export function audited<R>(
+  by: AuditBy,
+  action: string,
+  target: string | ((result: R) => string),
+  change: (result: R) => { before?: unknown; after?: unknown } = () => ({}),
+): InSameTransaction<R> {
+  return (tx, result) =>
+    insertAudit(
+      tx,
+      { tenantId: by.tenantId, actor: by.actor },
+      action,
+      typeof target === "string" ? target : target(result),
+      change(result),
+    );
 }
 
 /** What the audit log is filtered by. */

@@ -6,7 +6,10 @@ export {
   type AuditBy,
   type AuditFilters,
   type AuditRow,
+  audited,
   insertAudit,
+  operatorActor,
+  operatorBy,
   searchAudit,
 } from "./audit.repo.js";
 export { can, type Permission, permissionsOf, ROLES, type Role } from "./roles.js";

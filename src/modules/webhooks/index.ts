@@ -81,6 +81,8 @@ export {
   WEBHOOK_KEY_PATTERN,
   /** A webhook configuration as the operator API shows it. */
   type WebhookConfigView,
+  /** The audit rows of a configuration's changes (secrets' ids, never their values). */
+  webhookAudit,
 } from "./webhook-configs.service.js";
 export {
   /** Sends `webhook.test` to one configuration, through the outbox like any event */

@@ -3,6 +3,7 @@ import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { emptyResponse } from "../../platform/openapi.js";
 import { routeGroup } from "../../platform/route-group.js";
+import { operatorBy } from "../users/index.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_TIMEOUT_MS,
@@ -11,6 +12,7 @@ import {
   MAX_SECRETS,
   putWebhookConfig,
   removeWebhookConfig,
+  webhookAudit,
 } from "./webhook-configs.service.js";
 
 const WebhookConfig = Type.Object({
@@ -65,8 +67,11 @@ export function webhookConfigsRoutes(app: App, ctx: AppContext): void {
       ),
       response: { 200: WebhookConfig },
     },
-    async (request) =>
-      putWebhookConfig(ctx, request.params.tenantId, request.params.webhookKey, request.body),
+    async (request) => {
+      const { tenantId, webhookKey } = request.params;
+      const audit = webhookAudit.set(operatorBy(tenantId), webhookKey);
+      return putWebhookConfig(ctx, tenantId, webhookKey, request.body, audit);
+    },
   );
 
   operator.get(
@@ -106,7 +111,13 @@ export function webhookConfigsRoutes(app: App, ctx: AppContext): void {
       response: { 204: emptyResponse("Deleted") },
     },
     async (request, reply) => {
-      await removeWebhookConfig(ctx, request.params.tenantId, request.params.webhookKey);
+      const { tenantId, webhookKey } = request.params;
+      await removeWebhookConfig(
+        ctx,
+        tenantId,
+        webhookKey,
+        webhookAudit.delete(operatorBy(tenantId), webhookKey),
+      );
       return reply.status(204).send();
     },
   );

@@ -3,6 +3,7 @@ import type { InSameTransaction } from "../../platform/db/index.js";
 import { badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { secretBoxOf } from "../../platform/secret-box.js";
 import { requireTenant } from "../tenants/index.js";
+import { type AuditBy, audited } from "../users/index.js";
 import { MAX_TARGET_URL_LENGTH, targetProblem } from "./target-safety.js";
 import {
   deleteWebhookConfig,
@@ -153,6 +154,22 @@ function secretsOf(
   }
   return { secrets, activeSecretId: anonymous ? null : active };
 }
+
+/**
+ * The audit rows of a configuration's changes, whatever the door: the configuration as its view
+ * shows it (the secrets' ids, never their values).
+ */
+export const webhookAudit = {
+  set: (by: AuditBy, webhookKey: string) =>
+    audited<{ before: WebhookConfigView | undefined; after: WebhookConfigView }>(
+      by,
+      "webhook.set",
+      `webhook:${webhookKey}`,
+      (change) => change,
+    ),
+  delete: (by: AuditBy, webhookKey: string) =>
+    audited<WebhookConfigView>(by, "webhook.delete", `webhook:${webhookKey}`, (before) => ({ before })),
+};
 
 export async function putWebhookConfig(
   ctx: AppContext,

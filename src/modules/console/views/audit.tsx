@@ -77,6 +77,9 @@ export const AUDIT_ACTIONS: Record<string, string> = {
   "list.delete": "Deleted a list",
   "screening.review": "Gave a verdict on a screening hit",
   "provider.action": "Ran a provider action",
+  "provider.set": "Configured a provider",
+  "provider.delete": "Removed a provider's configuration",
+  "customer.attributes": "Changed a customer's attributes",
 };
 
 function Target({ target, names }: { target: string; names: ReadonlyMap<string, string> }) {

@@ -57,9 +57,20 @@ export function Time({ iso, seconds }: { iso: string | null | undefined; seconds
 }
 
 /** `analyst:<userId>` shown as the user's name where it is known. */
+/**
+ * An actor's name: a user's or an API key's from `names`, and for the operator API's
+ * `operator:<actor>` the named user's (or the actor as given), marked as the operator's.
+ */
+export function actorName(actor: string, names: ReadonlyMap<string, string>): string | undefined {
+  const name = names.get(actor);
+  if (name || !actor.startsWith("operator:")) return name;
+  const given = actor.slice("operator:".length);
+  return `${names.get(`analyst:${given}`) ?? given} (operator API)`;
+}
+
 export function ActorName({ actor, names }: { actor: string | null; names: ReadonlyMap<string, string> }) {
   if (!actor) return <span class="muted">—</span>;
-  const name = names.get(actor);
+  const name = actorName(actor, names);
   return name ? (
     <span title={actor}>{name}</span>
   ) : (
