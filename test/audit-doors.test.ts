@@ -87,6 +87,12 @@ describe("operator API and CLI changes", () => {
     const closed = await runCds(url, "case", "close", "--case", caseId, "--actor", "u-3");
     expect(closed.code, closed.stderr).toBe(0);
     await expectOk(await admin("DELETE", `/admin/tenants/${t}/webhooks/default`), 204);
+    const definition = {
+      inputSchema: { type: "object" },
+      start: "end",
+      nodes: [{ id: "end", type: "decision", decision: "approved" }],
+    };
+    await expectOk(await admin("POST", `/admin/tenants/${t}/workflows/audited/versions`, definition), 201);
 
     const rows = await auditRows(t);
     expect(rows.map(({ actor, action, target }) => ({ actor, action, target }))).toEqual([
@@ -103,6 +109,7 @@ describe("operator API and CLI changes", () => {
       { actor: "operator:u-2", action: "rfi.answer", target: `rfi:${answeredId}` },
       { actor: "operator:u-3", action: "case.close", target: `case:${caseId}` },
       { actor: "operator", action: "webhook.delete", target: "webhook:default" },
+      { actor: "operator", action: "workflow.version", target: "workflow:audited" },
     ]);
     // What changed, with before and after, never a secret's value.
     const byAction = new Map(rows.map((r) => [r.action, r]));

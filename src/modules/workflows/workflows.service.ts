@@ -58,7 +58,8 @@ export interface VersionView {
 
 /**
  * Creates the next version of a workflow (the workflow itself on its first version) from a
- * definition checked in full first: a refused definition never takes a number.
+ * definition checked in full first: a refused definition never takes a number. In the tenant's
+ * audit log as the operator's (the operator API is its only door).
  */
 export async function createVersion(
   ctx: AppContext,
@@ -84,6 +85,9 @@ export async function createVersion(
   return ctx.db.transaction(async (tx) => {
     const version = await takeNextVersion(tx, tenantId, workflowId);
     const row = await insertVersion(tx, tenantId, workflowId, version, definition);
+    await insertAudit(tx, { tenantId, actor: "operator" }, "workflow.version", `workflow:${workflowId}`, {
+      after: { version },
+    });
     return { workflowId, version, createdAt: row.created_at.toISOString() };
   });
 }

@@ -72,6 +72,7 @@ export const AUDIT_ACTIONS: Record<string, string> = {
   "list.create": "Created a list",
   "list.set": "Changed a list",
   "list.values": "Changed a list's values",
+  "workflow.version": "Created a workflow version",
   "workflow.publish": "Published a workflow version",
   "backtest.start": "Started a backtest",
   "list.delete": "Deleted a list",
