@@ -243,7 +243,7 @@ export function loadConfig(env: Env = process.env): Config {
       env,
       { name: "CDS_EVALUATION_NICENESS", parse: integer(0, 19) },
       // EVALUATION_NICENESS of workflows/evaluation-threads.ts
-      10,
+      0,
     ),
     webhookConcurrency: read(env, { name: "CDS_WEBHOOK_CONCURRENCY", parse: integer(1, 10000) }, 128),
     webhookEndpointConcurrency: read(

@@ -37,7 +37,7 @@ describe("configuration", () => {
       jobPollMs: 1000,
       caseCrashLimit: 3,
       evaluationDeadlineMs: 250,
-      evaluationNiceness: 10,
+      evaluationNiceness: 0,
       maxEventSkewSeconds: 300,
       uploadTtlSeconds: 3600,
     });

@@ -42,9 +42,6 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     // Tests are not about speed: an evaluation on a thread (decision 0024) finishes on a loaded
     // machine; the tests of the deadline set their own.
     evaluationDeadlineMs: 10_000,
-    // Nor at the threads' lower CPU priority, which a busy test machine would starve: the test
-    // of the priority sets its own.
-    evaluationNiceness: 0,
     ...overrides,
   });
 }

@@ -17,10 +17,10 @@ export type ThreadTask = ({ type: "expression" } & ExpressionTask) | ({ type: "s
 
 /**
  * How far below the process's CPU priority the evaluation threads run (`CDS_EVALUATION_NICENESS`,
- * decision 0029): what outgrew the event loop's allowance yields a shared core to the event
- * loops that serve everyone else. Read when the threads start.
+ * decision 0029): when set, what outgrew the event loop's allowance yields a shared core to the
+ * event loops that serve everyone else. Off by default. Read when the threads start.
  */
-export const EVALUATION_NICENESS = 10;
+export const EVALUATION_NICENESS = 0;
 let niceness = EVALUATION_NICENESS;
 
 /** Sets the evaluation threads' nice increment in this process (before their first task). */
