@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sendTestEvent } from "../src/modules/webhooks/index.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { failAuditOf } from "./support/audit.js";
 import { runCds } from "./support/cli.js";
@@ -134,6 +135,52 @@ describe("operator API and CLI changes", () => {
     expect(lines[1]).toContain(
       ",operator:u-2,u-2 (operator API),rfi.answer,Answered an information request,",
     );
+  });
+});
+
+describe("an operator's redelivery", () => {
+  it("is audited in the delivery's tenant, as the operator, and a redelivery of the failed ones once", async () => {
+    const t = await createTenant(h.app);
+    expect((await admin("PUT", `/admin/tenants/${t}/webhooks/default`, webhook)).statusCode).toBe(200);
+    await sendTestEvent(h.ctx, t, "default");
+    const delivery = await h.ctx.db.root
+      .selectFrom("webhook_deliveries")
+      .select("id")
+      .where("tenant_id", "=", t)
+      .executeTakeFirstOrThrow();
+    const res = await admin("POST", `/admin/webhook-deliveries/${delivery.id}/redeliver`);
+    expect(res.statusCode, res.body).toBe(202);
+    await h.ctx.db.root
+      .updateTable("webhook_deliveries")
+      .set({ status: "failed" })
+      .where("tenant_id", "=", t)
+      .execute();
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    const failed = await admin("POST", `/admin/tenants/${t}/webhook-deliveries/redeliver-failed`, { since });
+    expect(failed.statusCode, failed.body).toBe(202);
+    expect(failed.json().redelivered).toBeGreaterThanOrEqual(1);
+    const again = await admin("POST", `/admin/tenants/${t}/webhook-deliveries/redeliver-failed`, { since });
+    expect(again.json().redelivered).toBe(0);
+    const all = (await auditRows(t)).filter((r) => r.action === "webhook.redeliver_failed");
+    expect(all).toEqual([
+      {
+        actor: "operator",
+        action: "webhook.redeliver_failed",
+        target: "webhooks",
+        before: null,
+        after: { since, redelivered: failed.json().redelivered },
+      },
+    ]);
+    const rows = (await auditRows(t)).filter((r) => r.action === "webhook.redeliver");
+    expect(rows).toEqual([
+      {
+        actor: "operator",
+        action: "webhook.redeliver",
+        target: `delivery:${delivery.id}`,
+        before: { status: expect.any(String) },
+        after: { deliveryId: res.json().deliveryId, webhookId: res.json().webhookId },
+      },
+    ]);
   });
 });
 

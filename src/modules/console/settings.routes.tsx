@@ -255,10 +255,7 @@ export function settingsRoutes(scope: App, ctx: AppContext): void {
       await redeliver(
         ctx,
         deliveryId,
-        audited(session, "webhook.redeliver", `delivery:${deliveryId}`, (r) => ({
-          before: { status: r.status },
-          after: { deliveryId: r.deliveryId, webhookId: r.webhookId },
-        })),
+        webhookAudit.redeliver(() => session, deliveryId),
       );
     },
   );

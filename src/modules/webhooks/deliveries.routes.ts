@@ -2,6 +2,7 @@ import { type TSchema, Type } from "typebox";
 import type { App } from "../../platform/app-types.js";
 import type { AppContext } from "../../platform/context.js";
 import { routeGroup } from "../../platform/route-group.js";
+import { operatorBy } from "../users/index.js";
 import {
   getDeliveries,
   getDelivery,
@@ -9,6 +10,7 @@ import {
   redeliver,
   redeliverFailed,
 } from "./deliveries.service.js";
+import { webhookAudit } from "./webhook-configs.service.js";
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -93,7 +95,11 @@ export function deliveriesRoutes(app: App, ctx: AppContext): void {
       params: DeliveryParams,
       response: { 202: Delivery },
     },
-    async (request, reply) => reply.status(202).send(await redeliver(ctx, request.params.deliveryId)),
+    async (request, reply) => {
+      const { deliveryId } = request.params;
+      const audit = webhookAudit.redeliver((tenantId) => operatorBy(tenantId), deliveryId);
+      return reply.status(202).send(await redeliver(ctx, deliveryId, audit));
+    },
   );
 
   operator.post(
@@ -123,7 +129,10 @@ export function deliveriesRoutes(app: App, ctx: AppContext): void {
         }),
       },
     },
-    async (request, reply) =>
-      reply.status(202).send(await redeliverFailed(ctx, request.params.tenantId, request.body)),
+    async (request, reply) => {
+      const { tenantId } = request.params;
+      const audit = webhookAudit.redeliverFailed(operatorBy(tenantId), request.body);
+      return reply.status(202).send(await redeliverFailed(ctx, tenantId, request.body, audit));
+    },
   );
 }

@@ -206,11 +206,19 @@ function redeliveryOf(original: DeliveryRow): NewDelivery {
  * Sends a delivery's event again as a new delivery with a fresh webhookId (the receiver sees a
  * new delivery, not a retry), to the same configuration.
  */
-/** Redelivers one delivery; `also` gets the original's status and the new delivery's ids in its transaction. */
+/** What a redelivery did: the original's tenant and status, the new delivery's ids. */
+export interface Redelivered {
+  tenantId: string;
+  status: string;
+  deliveryId: string;
+  webhookId: string;
+}
+
+/** Redelivers one delivery; `also` gets what it did, in its transaction. */
 export async function redeliver(
   ctx: AppContext,
   deliveryId: string,
-  also?: InSameTransaction<{ status: string; deliveryId: string; webhookId: string }>,
+  also?: InSameTransaction<Redelivered>,
 ): Promise<DeliveryView> {
   if (!isUuid(deliveryId)) throw notFound("webhook delivery");
   const created = await ctx.db.transaction(async (tx) => {
@@ -219,7 +227,12 @@ export async function redeliver(
     const [queued] = await queueDeliveries(tx, [redeliveryOf(original)]);
     if (!queued) throw new Error("redelivery was not queued");
     await markSuperseded(tx, original.tenant_id, [{ original: original.id, replacement: queued.deliveryId }]);
-    await also?.(tx, { status: original.status, deliveryId: queued.deliveryId, webhookId: queued.webhookId });
+    await also?.(tx, {
+      tenantId: original.tenant_id,
+      status: original.status,
+      deliveryId: queued.deliveryId,
+      webhookId: queued.webhookId,
+    });
     return queued.deliveryId;
   });
   ctx.log.info({ deliveryId, redeliveryId: created }, "webhook redelivery queued");
@@ -244,6 +257,7 @@ export async function redeliverFailed(
   ctx: AppContext,
   tenantId: string,
   input: RedeliverFailedInput,
+  also?: InSameTransaction<{ deliveryIds: string[] }>,
 ): Promise<{ redelivered: number; deliveryIds: string[]; hasMore: boolean }> {
   await requireTenant(ctx.db.root, tenantId);
   checkFilters({ eventType: input.eventType });
@@ -268,7 +282,9 @@ export async function redeliverFailed(
       tenantId,
       batch.map((original, i) => ({ original: original.id, replacement: queued[i]?.deliveryId as string })),
     );
-    return { deliveryIds: queued.map((q) => q.deliveryId), hasMore: failed.length > REDELIVER_BATCH };
+    const deliveryIds = queued.map((q) => q.deliveryId);
+    if (deliveryIds.length > 0) await also?.(tx, { deliveryIds });
+    return { deliveryIds, hasMore: failed.length > REDELIVER_BATCH };
   });
   ctx.log.info({ tenantId, count: result.deliveryIds.length }, "failed webhook deliveries redelivered");
   return { redelivered: result.deliveryIds.length, ...result };

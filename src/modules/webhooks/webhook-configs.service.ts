@@ -4,6 +4,7 @@ import { badRequest, type ErrorDetail, notFound } from "../../platform/errors.js
 import { secretBoxOf } from "../../platform/secret-box.js";
 import { requireTenant } from "../tenants/index.js";
 import { type AuditBy, audited } from "../users/index.js";
+import type { Redelivered, RedeliverFailedInput } from "./deliveries.service.js";
 import { MAX_TARGET_URL_LENGTH, targetProblem } from "./target-safety.js";
 import {
   deleteWebhookConfig,
@@ -169,6 +170,19 @@ export const webhookAudit = {
     ),
   delete: (by: AuditBy, webhookKey: string) =>
     audited<WebhookConfigView>(by, "webhook.delete", `webhook:${webhookKey}`, (before) => ({ before })),
+  /** A redelivery, by whoever `byOf` names in the delivery's tenant (learned in its transaction). */
+  redeliver:
+    (byOf: (tenantId: string) => AuditBy, deliveryId: string): InSameTransaction<Redelivered> =>
+    (tx, r) =>
+      audited<Redelivered>(byOf(r.tenantId), "webhook.redeliver", `delivery:${deliveryId}`, () => ({
+        before: { status: r.status },
+        after: { deliveryId: r.deliveryId, webhookId: r.webhookId },
+      }))(tx, r),
+  /** Failed deliveries redelivered together: the filters asked and how many (a call that found none writes nothing). */
+  redeliverFailed: (by: AuditBy, filters: RedeliverFailedInput) =>
+    audited<{ deliveryIds: string[] }>(by, "webhook.redeliver_failed", "webhooks", (r) => ({
+      after: { ...filters, redelivered: r.deliveryIds.length },
+    })),
 };
 
 export async function putWebhookConfig(

@@ -57,6 +57,7 @@ export const AUDIT_ACTIONS: Record<string, string> = {
   "webhook.set": "Saved a webhook configuration",
   "webhook.delete": "Deleted a webhook configuration",
   "webhook.redeliver": "Redelivered a webhook",
+  "webhook.redeliver_failed": "Redelivered the failed webhooks",
   "webhook.test": "Sent a test event",
   "user.create": "Created a user",
   "user.delete": "Deleted a user",
