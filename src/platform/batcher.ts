@@ -45,3 +45,24 @@ export class Batcher<I, O> {
       });
   }
 }
+
+/**
+ * One Batcher per key (an executor: a transaction's reads go together, never with another's),
+ * made when the key is first asked for and gone with it. The cases of one starter batch run side
+ * by side in one transaction, so their reads of one kind (list lookups, history figures) share a
+ * statement instead of taking one round trip each.
+ */
+export function batcherPer<K extends object, I, O>(
+  run: (key: K, items: I[]) => Promise<O[]>,
+  options: { maxBatch: number; lanes: number },
+): (key: K) => Batcher<I, O> {
+  const batchers = new WeakMap<K, Batcher<I, O>>();
+  return (key) => {
+    let batcher = batchers.get(key);
+    if (!batcher) {
+      batcher = new Batcher((items) => run(key, items), options);
+      batchers.set(key, batcher);
+    }
+    return batcher;
+  };
+}

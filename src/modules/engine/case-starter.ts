@@ -233,21 +233,35 @@ export class CaseStarter implements StartTaker {
     });
   }
 
+  /**
+   * The batch's cases side by side in its transaction: what they read of one kind at once (list
+   * lookups, history figures) goes in one statement, not one round trip a case. Every chain ends
+   * before the transaction does, failed or not: none may go on querying a connection the
+   * transaction gave back.
+   */
   async #runCases(tx: Tx, rows: CaseRow[]): Promise<void> {
     if (rows.length === 0) return;
     const attributes = await getAttributesOf(tx, rows);
+    const runs = await Promise.allSettled(
+      rows.flatMap((row) => {
+        const nodeId = row.current_node_id;
+        if (nodeId === null) return [];
+        return [
+          workflowOf(this.ctx.nodeTypes, tx, row).then((wf) =>
+            runChain(this.ctx, tx, row, wf, {
+              seq: row.step_seq + 1,
+              nodeId,
+              attributes: attributes.get(row.id) ?? {},
+              claim: undefined,
+            }),
+          ),
+        ];
+      }),
+    );
     const planned: Planned[] = [];
-    for (const row of rows) {
-      if (row.current_node_id === null) continue;
-      const wf = await workflowOf(this.ctx.nodeTypes, tx, row);
-      planned.push(
-        await runChain(this.ctx, tx, row, wf, {
-          seq: row.step_seq + 1,
-          nodeId: row.current_node_id,
-          attributes: attributes.get(row.id) ?? {},
-          claim: undefined,
-        }),
-      );
+    for (const run of runs) {
+      if (run.status === "rejected") throw run.reason;
+      planned.push(run.value);
     }
     await commit(tx, planned);
   }

@@ -97,34 +97,35 @@ export async function deleteList(db: Executor, tenantId: string, listId: string)
   return row;
 }
 
-/** One `inList` probe, with the value as each normalisation rule makes it (rules giving one value share a row). */
+/** One `inList` probe of a tenant's list, with the value as each normalisation rule makes it (rules giving one value share a row). */
 export interface NormalizedProbe {
+  tenantId: string;
   list: string;
   variants: ReadonlyArray<{ value: string; rules: readonly string[] }>;
 }
 
 /**
- * Whether each probe's value is in its list, in one statement: each probe's list row (by its
- * unique key) gives the list's rule, which picks the value to look for, and that value is one
+ * Whether each probe's value is in its tenant's list, in one statement: each probe's list row (by
+ * its unique key) gives the list's rule, which picks the value to look for, and that value is one
  * probe of the values' primary key. Undefined for a list the tenant does not have.
  */
 export async function containsValues(
   db: Executor,
-  tenantId: string,
   probes: readonly NormalizedProbe[],
 ): Promise<Array<boolean | undefined>> {
   if (probes.length === 0) return [];
   const rows = probes.flatMap((p, i) =>
-    p.variants.map((v) => ({ i, list: p.list, value: v.value, rules: v.rules })),
+    p.variants.map((v) => ({ i, tenantId: p.tenantId, list: p.list, value: v.value, rules: v.rules })),
   );
   const { rows: found } = await sql<{ i: number; known: boolean; found: boolean }>`
     SELECT q.i, bool_or(l.list_key IS NOT NULL) AS known,
            bool_or(l.normalize = ANY(string_to_array(q.rules, ' '))
                    AND EXISTS (SELECT 1 FROM list_values v WHERE v.list_key = l.list_key AND v.value = q.value)) AS found
-    FROM unnest(${rows.map((r) => r.i)}::int[], ${rows.map((r) => r.list)}::text[],
-                ${rows.map((r) => r.value)}::text[], ${rows.map((r) => r.rules.join(" "))}::text[])
-         AS q(i, list, value, rules)
-    LEFT JOIN lists l ON l.tenant_id = ${tenantId}::uuid AND l.list_id = q.list
+    FROM unnest(${rows.map((r) => r.i)}::int[], ${rows.map((r) => r.tenantId)}::uuid[],
+                ${rows.map((r) => r.list)}::text[], ${rows.map((r) => r.value)}::text[],
+                ${rows.map((r) => r.rules.join(" "))}::text[])
+         AS q(i, tenant_id, list, value, rules)
+    LEFT JOIN lists l ON l.tenant_id = q.tenant_id AND l.list_id = q.list
     GROUP BY q.i`.execute(db);
   const answers: Array<boolean | undefined> = probes.map(() => undefined);
   for (const row of found) if (row.known) answers[row.i] = row.found === true;

@@ -1,3 +1,4 @@
+import { batcherPer } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import type { Executor } from "../../platform/db/index.js";
 import { AppError, badRequest, type ErrorDetail, notFound } from "../../platform/errors.js";
@@ -294,16 +295,30 @@ function variantsOf(value: string): NormalizedProbe["variants"] {
 }
 
 /**
+ * The lookups asked of one executor at once, one statement for all: the cases of a starter batch
+ * run side by side in one transaction, and each asks for its own probes (decision 0021).
+ */
+const lookupsOf = batcherPer(
+  async (db: Executor, asks: Array<{ tenantId: string; probes: readonly ListProbe[] }>) => {
+    const probes = asks.flatMap(({ tenantId, probes }) =>
+      probes.map((p) => ({ tenantId, list: p.list, variants: variantsOf(p.value) })),
+    );
+    const answers = await containsValues(db, probes);
+    let at = 0;
+    return asks.map(({ probes }) => answers.slice(at, (at += probes.length)));
+  },
+  { maxBatch: 256, lanes: 1 },
+);
+
+/**
  * Where `inList` is answered (the workflows seam): all probes of a round in one statement, in the
- * caller's transaction. The list's rule is read with its row, so no rule is cached anywhere.
+ * caller's transaction, together with those other evaluations ask of it meanwhile. The list's
+ * rule is read with its row, so no rule is cached anywhere.
  */
 export const listSource: ListSource = {
   contains(db: Executor, tenantId: string, probes: readonly ListProbe[]) {
-    return containsValues(
-      db,
-      tenantId,
-      probes.map((p) => ({ list: p.list, variants: variantsOf(p.value) })),
-    );
+    if (probes.length === 0) return Promise.resolve([]);
+    return lookupsOf(db).add({ tenantId, probes });
   },
   async unknown(db: Executor, tenantId: string, listIds: readonly string[]) {
     const known = await existingListIds(db, tenantId, listIds);
