@@ -79,11 +79,13 @@ export async function computeFiguresOfCases(
   if (asked.length === 0) return values;
   const column = (a: number, i: number) => `c${a}f${i}`;
   const { rows } = await sql<Record<string, string | number | null>>`
-    SELECT ${sql.join(asked.map(({ a, i, query }) => sql`(${query}) AS ${sql.ref(column(a, i))}`))}`.execute(db);
+    SELECT ${sql.join(asked.map(({ a, i, query }) => sql`(${query}) AS ${sql.ref(column(a, i))}`))}`.execute(
+    db,
+  );
   const row = rows[0] ?? {};
   for (const { a, i } of asked) {
     const raw = row[column(a, i)] ?? null;
-    const fn = (asks[a]?.figures[i] as Figure).function;
+    const fn = (asks[a] as (typeof asks)[number]).figures[i]?.function;
     (values[a] as Array<number | null>)[i] = raw === null ? (fn === "sum" ? 0 : null) : Number(raw);
   }
   return values;

@@ -305,7 +305,10 @@ const lookupsOf = batcherPer(
     );
     const answers = await containsValues(db, probes);
     let at = 0;
-    return asks.map(({ probes }) => answers.slice(at, (at += probes.length)));
+    return asks.map(({ probes }) => {
+      at += probes.length;
+      return answers.slice(at - probes.length, at);
+    });
   },
   { maxBatch: 256, lanes: 1 },
 );
