@@ -118,17 +118,24 @@ function makeDb(
 
 export async function openDb(options: DbOptions): Promise<Db> {
   if (options.databaseUrl) {
-    const pool = new pg.Pool({
-      connectionString: options.databaseUrl,
-      max: options.poolSize ?? 10,
-      application_name: options.applicationName ?? "cds",
-      types: pgTypes,
-      // Without it a query waits forever for a server that does not answer (readiness included).
-      connectionTimeoutMillis: 10_000,
-    });
-    // An idle client that errors (server restart) must not crash the process; the pool drops it.
-    pool.on("error", () => {});
-    const listener = new PgListener(options.databaseUrl, pgTypes);
+    const databaseUrl = options.databaseUrl;
+    const name = options.applicationName ?? "cds";
+    const newPool = (max: number, extra: Partial<pg.PoolConfig>) => {
+      const made = new pg.Pool({
+        connectionString: databaseUrl,
+        max,
+        application_name: name,
+        types: pgTypes,
+        // Without it a query waits forever for a server that does not answer (readiness included).
+        connectionTimeoutMillis: 10_000,
+        ...extra,
+      });
+      // An idle client that errors (server restart) must not crash the process; the pool drops it.
+      made.on("error", () => {});
+      return made;
+    };
+    const pool = newPool(options.poolSize ?? 10, {});
+    const listener = new PgListener(databaseUrl, pgTypes);
     const root = new Kysely<Database>({ dialect: new GuardedDialect(new PostgresDialect({ pool })) });
     // One small pool per bound, made when first asked for. Not guarded: its queries run beside
     // a transaction on purpose, on connections no transaction holds.
@@ -136,15 +143,10 @@ export async function openDb(options: DbOptions): Promise<Db> {
     const boundedReads = (timeoutMs: number): Executor => {
       let reader = bounded.get(timeoutMs);
       if (!reader) {
-        const boundedPool = new pg.Pool({
-          connectionString: options.databaseUrl,
-          max: Math.max(2, Math.ceil((options.poolSize ?? 10) / 2)),
-          application_name: `${options.applicationName ?? "cds"}-bounded`,
-          types: pgTypes,
-          connectionTimeoutMillis: 10_000,
+        const boundedPool = newPool(Math.max(2, Math.ceil((options.poolSize ?? 10) / 2)), {
+          application_name: `${name}-bounded`,
           statement_timeout: timeoutMs,
         });
-        boundedPool.on("error", () => {});
         reader = new Kysely<Database>({ dialect: new PostgresDialect({ pool: boundedPool }) });
         bounded.set(timeoutMs, reader);
       }
