@@ -62,7 +62,11 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     this.#leaseSeconds = options.leaseSeconds;
     this.#pollMs = options.pollMs;
     this.#stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
-    this.#gate = new DeliveryGate({ perEndpoint: ctx.config.webhookEndpointConcurrency });
+    this.#gate = new DeliveryGate({
+      perEndpoint: ctx.config.webhookEndpointConcurrency,
+      // A lane never needs more than the worker has.
+      maxPerEndpoint: Math.min(ctx.config.webhookEndpointConcurrencyMax, this.#concurrency),
+    });
     this.#outcomes = new Batcher(
       (outcomes) => recordOutcomes(ctx.db.root, outcomes).then(() => outcomes.map(() => undefined)),
       {
