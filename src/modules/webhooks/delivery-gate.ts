@@ -104,6 +104,21 @@ export class DeliveryGate {
     return found;
   }
 
+  /** The endpoints whose lanes have room for more than the floor now, and how much. */
+  wide(): Array<{ tenantId: string; webhookKey: string; room: number }> {
+    const now = this.#now();
+    const found: Array<{ tenantId: string; webhookKey: string; room: number }> = [];
+    for (const [key, held] of this.#lanes) {
+      const lane = this.#current(key, held, now);
+      if (!lane || lane.cap - lane.inFlight <= this.#floor) continue;
+      const room = this.#room(lane, now);
+      if (room <= this.#floor) continue;
+      const [tenantId, webhookKey] = key.split("\u0000") as [string, string];
+      found.push({ tenantId, webhookKey, room });
+    }
+    return found;
+  }
+
   /** Attempts an endpoint's lane has room for now: none while it is stalled. */
   room(tenantId: string, webhookKey: string): number {
     const now = this.#now();
