@@ -40,8 +40,13 @@ export interface Config {
   readonly evaluationNiceness: number;
   /** Webhook attempts in flight per process, on a worker of their own beside the general one. */
   readonly webhookConcurrency: number;
-  /** Webhook attempts in flight per process to one endpoint (a tenant's webhook configuration). */
+  /**
+   * Webhook attempts in flight per process to one endpoint (a tenant's webhook configuration):
+   * the floor of its lane, where a new or slow endpoint stays.
+   */
   readonly webhookEndpointConcurrency: number;
+  /** The most an endpoint's lane grows to while the endpoint answers quickly (decision 0007). */
+  readonly webhookEndpointConcurrencyMax: number;
   /** How far ahead of the server clock an `eventTimestamp` may be. */
   readonly maxEventSkewSeconds: number;
   /** Lifetime of an upload slot. */
@@ -169,6 +174,31 @@ function readS3(env: Env): S3Config {
   return { bucket, region, endpoint, forcePathStyle };
 }
 
+/**
+ * The ceiling of an endpoint's lane: at least its floor (`CDS_WEBHOOK_ENDPOINT_CONCURRENCY`), and
+ * no more than the worker's `CDS_WEBHOOK_CONCURRENCY` (a lane cannot use more). Unset, 64, or as
+ * much of it as the worker has.
+ */
+function readEndpointCeiling(env: Env, floor: number, workerConcurrency: number): number {
+  const spec = { name: "CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX", parse: integer(1, 10000) };
+  const ceiling = read<number | undefined>(env, spec, undefined);
+  if (ceiling === undefined) return Math.max(floor, Math.min(64, workerConcurrency));
+  if (ceiling < floor) {
+    throw new ConfigError(
+      spec.name,
+      `must be at least CDS_WEBHOOK_ENDPOINT_CONCURRENCY (${floor}), the lane's floor; got ${ceiling}`,
+    );
+  }
+  // A floor above the worker's concurrency is allowed (it bounds nothing); so is a ceiling equal to it.
+  if (ceiling > floor && ceiling > workerConcurrency) {
+    throw new ConfigError(
+      spec.name,
+      `must be at most CDS_WEBHOOK_CONCURRENCY (${workerConcurrency}), the attempts the worker has in flight; got ${ceiling}`,
+    );
+  }
+  return ceiling;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = read(env, { name: "PORT", parse: integer(0, 65535) }, 8080);
   const host = read(env, { name: "HOST", parse: nonEmpty }, "127.0.0.1");
@@ -215,6 +245,17 @@ export function loadConfig(env: Env = process.env): Config {
     "info",
   );
   const blobStore = read(env, { name: "CDS_BLOB_STORE", parse: oneOf("disk", "s3") }, "disk");
+  const webhookConcurrency = read(env, { name: "CDS_WEBHOOK_CONCURRENCY", parse: integer(1, 10000) }, 128);
+  const webhookEndpointConcurrency = read(
+    env,
+    { name: "CDS_WEBHOOK_ENDPOINT_CONCURRENCY", parse: integer(1, 1000) },
+    16,
+  );
+  const webhookEndpointConcurrencyMax = readEndpointCeiling(
+    env,
+    webhookEndpointConcurrency,
+    webhookConcurrency,
+  );
   const config: Config = {
     port,
     host,
@@ -245,12 +286,9 @@ export function loadConfig(env: Env = process.env): Config {
       // EVALUATION_NICENESS of workflows/evaluation-threads.ts
       0,
     ),
-    webhookConcurrency: read(env, { name: "CDS_WEBHOOK_CONCURRENCY", parse: integer(1, 10000) }, 128),
-    webhookEndpointConcurrency: read(
-      env,
-      { name: "CDS_WEBHOOK_ENDPOINT_CONCURRENCY", parse: integer(1, 1000) },
-      16,
-    ),
+    webhookConcurrency,
+    webhookEndpointConcurrency,
+    webhookEndpointConcurrencyMax,
     maxEventSkewSeconds: read(env, { name: "CDS_MAX_EVENT_SKEW_SECONDS", parse: integer(0, 86400) }, 300),
     uploadTtlSeconds: read(env, { name: "CDS_UPLOAD_TTL_SECONDS", parse: integer(10, 604800) }, 3600),
     metricsToken: read<string | undefined>(env, { name: "CDS_METRICS_TOKEN", parse: token }, undefined),

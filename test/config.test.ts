@@ -38,6 +38,9 @@ describe("configuration", () => {
       caseCrashLimit: 3,
       evaluationDeadlineMs: 250,
       evaluationNiceness: 0,
+      webhookConcurrency: 128,
+      webhookEndpointConcurrency: 16,
+      webhookEndpointConcurrencyMax: 64,
       maxEventSkewSeconds: 300,
       uploadTtlSeconds: 3600,
     });
@@ -64,6 +67,9 @@ describe("configuration", () => {
       CDS_CASE_CRASH_LIMIT: "5",
       CDS_EVALUATION_DEADLINE_MS: "100",
       CDS_EVALUATION_NICENESS: "5",
+      CDS_WEBHOOK_CONCURRENCY: "48",
+      CDS_WEBHOOK_ENDPOINT_CONCURRENCY: "8",
+      CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX: "32",
       CDS_MAX_EVENT_SKEW_SECONDS: "0",
       CDS_UPLOAD_TTL_SECONDS: "600",
     });
@@ -86,6 +92,9 @@ describe("configuration", () => {
       caseCrashLimit: 5,
       evaluationDeadlineMs: 100,
       evaluationNiceness: 5,
+      webhookConcurrency: 48,
+      webhookEndpointConcurrency: 8,
+      webhookEndpointConcurrencyMax: 32,
       maxEventSkewSeconds: 0,
       uploadTtlSeconds: 600,
     });
@@ -125,6 +134,8 @@ describe("configuration", () => {
       ["CDS_WORKER_CONCURRENCY", "many", /expected an integer/],
       ["CDS_JOB_LEASE_SECONDS", "0", /from 1 to 3600/],
       ["CDS_JOB_POLL_MS", "5", /from 10 to 60000/],
+      ["CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX", "0", /from 1 to 10000/],
+      ["CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX", "lots", /expected an integer/],
       ["CDS_MAX_EVENT_SKEW_SECONDS", "86401", /from 0 to 86400/],
       ["CDS_UPLOAD_TTL_SECONDS", "1", /from 10 to 604800/],
     ];
@@ -145,6 +156,33 @@ describe("configuration", () => {
     ).toBe(TOKEN);
     // The embedded mode makes its own token at first start.
     expect(loadConfig({}).adminToken).toBeUndefined();
+  });
+
+  it("keeps an endpoint's lane ceiling from its floor to the worker's webhook concurrency", () => {
+    const below = configError({ CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX: "8" });
+    expect(below.variable).toBe("CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX");
+    expect(below.message).toBe(
+      "CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX: must be at least CDS_WEBHOOK_ENDPOINT_CONCURRENCY (16), the lane's floor; got 8",
+    );
+    expect(
+      configError({ CDS_WEBHOOK_ENDPOINT_CONCURRENCY: "32", CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX: "20" })
+        .message,
+    ).toMatch(/must be at least CDS_WEBHOOK_ENDPOINT_CONCURRENCY \(32\)/);
+    const above = configError({ CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX: "200" });
+    expect(above.variable).toBe("CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX");
+    expect(above.message).toMatch(/must be at most CDS_WEBHOOK_CONCURRENCY \(128\).*got 200/);
+    // The floor itself is a valid ceiling: lanes of a fixed width, as before.
+    expect(loadConfig({ CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX: "16" }).webhookEndpointConcurrencyMax).toBe(16);
+    expect(loadConfig({ CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX: "128" }).webhookEndpointConcurrencyMax).toBe(
+      128,
+    );
+    // Unset, the ceiling is 64, or what the worker has if that is less (never below the floor).
+    expect(loadConfig({ CDS_WEBHOOK_CONCURRENCY: "32" }).webhookEndpointConcurrencyMax).toBe(32);
+    expect(loadConfig({ CDS_WEBHOOK_CONCURRENCY: "8" }).webhookEndpointConcurrencyMax).toBe(16);
+    expect(
+      loadConfig({ CDS_WEBHOOK_CONCURRENCY: "8", CDS_WEBHOOK_ENDPOINT_CONCURRENCY: "4" })
+        .webhookEndpointConcurrencyMax,
+    ).toBe(8);
   });
 
   it("allows private webhook targets by default in staging and not in production", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { backoffMs, retryDelayMs } from "../src/modules/webhooks/delivery-attempt.js";
-import { DeliveryGate } from "../src/modules/webhooks/delivery-gate.js";
+import { answerOf, backoffMs, retryDelayMs } from "../src/modules/webhooks/delivery-attempt.js";
+import { DeliveryGate, type Slot } from "../src/modules/webhooks/delivery-gate.js";
 import { parseRetryAfter } from "../src/modules/webhooks/http-sender.js";
 import { isPrivateAddress } from "../src/modules/webhooks/target-safety.js";
 
@@ -79,7 +79,7 @@ describe("DeliveryGate", () => {
     const first = await gate.enter("t", "default");
     if (!("release" in first)) throw new Error("expected a slot");
     const waiting = gate.enter("t", "default");
-    setTimeout(() => first.release(5), 20);
+    setTimeout(() => first.release(5, "ok"), 20);
     const second = await waiting;
     expect("release" in second).toBe(true);
     expect(gate.inFlight("t", "default")).toBe(1);
@@ -98,5 +98,149 @@ describe("DeliveryGate", () => {
     // About as long as the stall has lasted, with jitter.
     expect(deferred.deferMs).toBeGreaterThanOrEqual(3750);
     expect(deferred.deferMs).toBeLessThanOrEqual(6250);
+  });
+});
+
+/** A slot of the endpoint's lane, which must be free now (no wait). */
+async function slotOf(gate: DeliveryGate, tenantId = "t"): Promise<Slot> {
+  const entry = await gate.enter(tenantId, "default");
+  if (!("release" in entry)) throw new Error(`expected a slot, got a deferral of ${entry.deferMs} ms`);
+  return entry;
+}
+
+/** Fills the lane to its cap, then answers one attempt quickly and well: the cap grows by one each time. */
+async function growTo(gate: DeliveryGate, slots: Slot[], cap: number): Promise<void> {
+  while (gate.cap("t", "default") < cap) {
+    while (gate.room("t", "default") > 0) slots.push(await slotOf(gate));
+    slots.shift()?.release(5, "ok");
+  }
+  while (gate.room("t", "default") > 0) slots.push(await slotOf(gate));
+}
+
+describe("DeliveryGate's adaptive lanes", () => {
+  it("grows a lane by one per quick success at its cap, up to the ceiling and never beyond", async () => {
+    let now = 0;
+    const gate = new DeliveryGate({ perEndpoint: 2, maxPerEndpoint: 5, stallMs: 100, now: () => now });
+    const slots = [await slotOf(gate), await slotOf(gate)];
+    expect(gate.room("t", "default")).toBe(0);
+    expect(gate.full()).toEqual([{ tenantId: "t", webhookKey: "default" }]);
+    // At its cap, a quick 2xx makes room for one more than before.
+    slots.shift()?.release(5, "ok");
+    expect(gate.cap("t", "default")).toBe(3);
+    expect(gate.room("t", "default")).toBe(2);
+    // Below its cap, a quick 2xx teaches nothing: the lane did not use what it had.
+    slots.push(await slotOf(gate));
+    slots.shift()?.release(5, "ok");
+    expect(gate.cap("t", "default")).toBe(3);
+    expect(gate.inFlight("t", "default")).toBe(1);
+
+    await growTo(gate, slots, 5);
+    expect(gate.inFlight("t", "default")).toBe(5);
+    // At the ceiling, quick answers keep it there, each freed slot going to the next attempt.
+    for (let i = 0; i < 10; i++) {
+      now += 10;
+      slots.shift()?.release(5, "ok");
+      expect(gate.cap("t", "default")).toBe(5);
+      slots.push(await slotOf(gate));
+      expect(gate.room("t", "default")).toBe(0);
+    }
+    expect(gate.inFlight("t", "default")).toBe(5);
+    expect(gate.full()).toEqual([{ tenantId: "t", webhookKey: "default" }]);
+    // Another endpoint starts at the floor.
+    expect(gate.room("t2", "default")).toBe(2);
+  });
+
+  it("grows a lane when attempts wait for it, and hands the new slot to one of them", async () => {
+    const gate = new DeliveryGate({ perEndpoint: 1, maxPerEndpoint: 4, stallMs: 60_000 });
+    const first = await slotOf(gate);
+    const waiting = [gate.enter("t", "default"), gate.enter("t", "default")];
+    first.release(5, "ok");
+    // The freed slot and the one the cap grew by: both waiting attempts go.
+    const entries = await Promise.all(waiting);
+    expect(entries.every((e) => "release" in e)).toBe(true);
+    expect(gate.cap("t", "default")).toBe(2);
+    expect(gate.inFlight("t", "default")).toBe(2);
+  });
+
+  it("halves a lane's cap on a 5xx, a 429, a timeout or a slow answer, never below the floor; another 4xx leaves it", async () => {
+    const gate = new DeliveryGate({ perEndpoint: 2, maxPerEndpoint: 16, stallMs: 100, now: () => 0 });
+    const slots: Slot[] = [];
+    await growTo(gate, slots, 16);
+    const cap = () => gate.cap("t", "default");
+
+    slots.shift()?.release(5, answerOf({ ok: false, statusCode: 404 }));
+    expect(cap()).toBe(16);
+    slots.shift()?.release(5, answerOf({ ok: false, statusCode: 503 }));
+    expect(cap()).toBe(8);
+    // More in flight than the new cap: no room until enough have ended.
+    expect(gate.inFlight("t", "default")).toBe(14);
+    expect(gate.room("t", "default")).toBe(0);
+    expect(gate.full()).toEqual([{ tenantId: "t", webhookKey: "default" }]);
+    slots.shift()?.release(5, answerOf({ ok: false, statusCode: 429 }));
+    expect(cap()).toBe(4);
+    // A success that took the stall threshold or longer says the endpoint is slow.
+    slots.shift()?.release(100, "ok");
+    expect(cap()).toBe(2);
+    slots.shift()?.release(10_000, answerOf({ ok: false, statusCode: null }));
+    expect(cap()).toBe(2);
+    while (slots.length > 0) slots.shift()?.release(5, answerOf({ ok: false, statusCode: 500 }));
+    expect(cap()).toBe(2);
+  });
+
+  it("classifies an attempt's answer for its lane: 2xx ok; 5xx, 429 and no answer overloaded; 3xx and other 4xx neither", () => {
+    expect(answerOf({ ok: true, statusCode: 204 })).toBe("ok");
+    for (const statusCode of [500, 502, 503, 504, 429, null]) {
+      expect(answerOf({ ok: false, statusCode }), String(statusCode)).toBe("overloaded");
+    }
+    for (const statusCode of [302, 400, 401, 404, 410]) {
+      expect(answerOf({ ok: false, statusCode }), String(statusCode)).toBe("neither");
+    }
+  });
+
+  it("a lane that grew and then stalls takes no more, and falls back to the floor as its attempts time out", async () => {
+    let now = 0;
+    const gate = new DeliveryGate({ perEndpoint: 2, maxPerEndpoint: 8, stallMs: 100, now: () => now });
+    const slots: Slot[] = [];
+    await growTo(gate, slots, 8);
+    // One attempt ends, then nothing answers for longer than the stall threshold.
+    slots.shift()?.release(5, "ok");
+    expect(gate.room("t", "default")).toBe(1);
+    now += 150;
+    expect(gate.room("t", "default")).toBe(0);
+    expect(gate.full()).toEqual([{ tenantId: "t", webhookKey: "default" }]);
+    // Its attempts time out one after another.
+    now += 10_000;
+    const caps: number[] = [];
+    while (slots.length > 0) {
+      slots.shift()?.release(10_000, "overloaded");
+      caps.push(gate.cap("t", "default"));
+    }
+    expect(caps).toEqual([4, 2, 2, 2, 2, 2, 2]);
+    // Remembered as slow: its next burst gets the floor, and the attempt past it is deferred at once.
+    expect(gate.room("t", "default")).toBe(2);
+    await slotOf(gate);
+    await slotOf(gate);
+    now += 150;
+    const deferred = await gate.enter("t", "default");
+    expect("deferMs" in deferred).toBe(true);
+  });
+
+  it("an idle lane's cap halves for each second it stays idle, back to the floor", async () => {
+    let now = 0;
+    const gate = new DeliveryGate({ perEndpoint: 2, maxPerEndpoint: 8, stallMs: 100, now: () => now });
+    const slots: Slot[] = [];
+    await growTo(gate, slots, 8);
+    while (slots.length > 0) slots.shift()?.release(5, "ok");
+    expect(gate.inFlight("t", "default")).toBe(0);
+    // A short gap keeps what it learned: the next batch gets the lane's width at once.
+    now += 900;
+    expect(gate.room("t", "default")).toBe(8);
+    now += 100;
+    expect(gate.cap("t", "default")).toBe(4);
+    now += 1000;
+    expect(gate.cap("t", "default")).toBe(2);
+    now += 5000;
+    expect(gate.room("t", "default")).toBe(2);
+    expect(gate.full()).toEqual([]);
   });
 });

@@ -30,7 +30,8 @@ const CLAIM_LOCK = 7_007_2012;
 
 /**
  * Claims up to `limit` due pending deliveries, oldest due first and at most `perEndpoint` of one
- * endpoint, passing over the endpoints whose lanes are full (a stalled endpoint's backlog stays
+ * endpoint (or its lane's room, where a lane has grown to have more), passing over the endpoints
+ * whose lanes are full (a stalled endpoint's backlog stays
  * where it is, unwritten, instead of being claimed and handed back), as one claim row that holds their
  * entries (decision 0007): the attempts are counted before anything is sent, and no delivery row
  * is written. A delivery with an open entry in a live claim is another worker's; the open entries
@@ -44,8 +45,15 @@ export async function claimDeliveries(
   claimId: string,
   limit: number,
   leaseSeconds: number,
-  /** Endpoints to pass over (their lanes are full here), and how many of one endpoint a claim takes. */
-  lanes: { full: Array<{ tenantId: string; webhookKey: string }>; perEndpoint: number },
+  /**
+   * Endpoints to pass over (their lanes are full here), how many of one endpoint a claim takes,
+   * and the endpoints whose lanes have room for more than that (as much as their room).
+   */
+  lanes: {
+    full: Array<{ tenantId: string; webhookKey: string }>;
+    wide: Array<{ tenantId: string; webhookKey: string; room: number }>;
+    perEndpoint: number;
+  },
 ): Promise<AttemptContext[]> {
   const result = await db.transaction(async (tx) => {
     await sql`SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`.execute(tx);
@@ -58,8 +66,15 @@ export async function claimDeliveries(
         SELECT * FROM unnest(${lanes.full.map((f) => f.tenantId)}::uuid[], ${lanes.full.map((f) => f.webhookKey)}::text[])
           AS f (tenant_id, webhook_key)
       ),
+      wide AS (
+        SELECT * FROM unnest(${lanes.wide.map((w) => w.tenantId)}::uuid[], ${lanes.wide.map((w) => w.webhookKey)}::text[],
+                             ${lanes.wide.map((w) => w.room)}::int[])
+          AS w (tenant_id, webhook_key, room)
+      ),
       due AS (
         SELECT d.id, d.next_attempt_at,
+               coalesce((SELECT w.room FROM wide w WHERE w.tenant_id = d.tenant_id AND w.webhook_key = d.webhook_key),
+                        ${lanes.perEndpoint}) AS room,
                row_number() OVER (PARTITION BY d.tenant_id, d.webhook_key ORDER BY d.next_attempt_at) AS place
         FROM (
           SELECT d.id, d.tenant_id, d.webhook_key, d.next_attempt_at, d.claims
@@ -77,7 +92,7 @@ export async function claimDeliveries(
                d.next_attempt_at, (d.claims = 0 AND d.handed_until IS NOT NULL)::int AS handed
         FROM webhook_deliveries d
         WHERE d.id IN (
-          SELECT id FROM due WHERE place <= ${lanes.perEndpoint} ORDER BY next_attempt_at LIMIT ${limit}
+          SELECT id FROM due WHERE place <= room ORDER BY next_attempt_at LIMIT ${limit}
         ) AND d.status = 'pending' AND d.next_attempt_at <= now()
           AND (d.claims > 0 OR d.handed_until IS NULL OR d.handed_until <= now())
         FOR UPDATE OF d SKIP LOCKED

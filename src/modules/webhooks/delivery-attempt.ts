@@ -3,8 +3,8 @@ import type { AppContext } from "../../platform/context.js";
 import { webhookAttempts } from "../../platform/metrics.js";
 import { type SecretBox, secretBoxOf } from "../../platform/secret-box.js";
 import type { AttemptContext, AttemptRecord, Outcome } from "./deliveries.repo.js";
-import type { Slot } from "./delivery-gate.js";
-import { sendWebhook } from "./http-sender.js";
+import type { Answer, Slot } from "./delivery-gate.js";
+import { type SendOutcome, sendWebhook } from "./http-sender.js";
 import { openSecrets } from "./webhook-secrets.js";
 import type { WebhookSecret } from "./webhooks.tables.js";
 
@@ -78,6 +78,17 @@ function interruptedAttempts(at: AttemptContext): AttemptRecord[] {
   }));
 }
 
+/**
+ * What an attempt's outcome tells its endpoint's lane: no complete answer (a timeout, a network
+ * error), a 5xx or a 429 say the endpoint has had enough; a 3xx or another 4xx say nothing of its
+ * load (decision 0007).
+ */
+export function answerOf(sent: Pick<SendOutcome, "ok" | "statusCode">): Answer {
+  if (sent.ok) return "ok";
+  if (sent.statusCode === null || sent.statusCode >= 500 || sent.statusCode === 429) return "overloaded";
+  return "neither";
+}
+
 /** Where a claimed delivery's attempt goes: a slot of its endpoint's lane, or back to the queue. */
 export type Entry = Slot | { deferMs: number };
 
@@ -149,11 +160,11 @@ export async function attemptDelivery(
       allowPrivateTargets: ctx.config.allowPrivateTargets,
     });
   } catch (err) {
-    // An attempt that ended before sending frees its slot too.
-    entry.release(0);
+    // An attempt that ended before sending frees its slot too, and tells the lane nothing.
+    entry.release(0, "neither");
     throw err;
   }
-  entry.release(sent.latencyMs);
+  entry.release(sent.latencyMs, answerOf(sent));
 
   const last = n >= at.config.max_attempts;
   const retryInMs = sent.ok || last ? null : retryDelayMs(n, sent.retryAfterMs);

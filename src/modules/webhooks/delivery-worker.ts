@@ -62,7 +62,11 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     this.#leaseSeconds = options.leaseSeconds;
     this.#pollMs = options.pollMs;
     this.#stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
-    this.#gate = new DeliveryGate({ perEndpoint: ctx.config.webhookEndpointConcurrency });
+    this.#gate = new DeliveryGate({
+      perEndpoint: ctx.config.webhookEndpointConcurrency,
+      // A lane never needs more than the worker has.
+      maxPerEndpoint: Math.min(ctx.config.webhookEndpointConcurrencyMax, this.#concurrency),
+    });
     this.#outcomes = new Batcher(
       (outcomes) => recordOutcomes(ctx.db.root, outcomes).then(() => outcomes.map(() => undefined)),
       {
@@ -192,8 +196,11 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
 
   async #claim(limit: number): Promise<number> {
     const claimId = uuid();
+    // A claim takes the floor's worth of an endpoint, or a grown lane's room: fed a floor's worth
+    // per claim, a lane fed by claims alone (a backlog, retries) would not keep its width busy.
     const claimed = await claimDeliveries(this.#ctx.db, claimId, limit, this.#leaseSeconds, {
       full: this.#gate.full(),
+      wide: this.#gate.wide(),
       perEndpoint: this.#ctx.config.webhookEndpointConcurrency,
     });
     if (claimed.length === 0) return 0;
