@@ -282,3 +282,25 @@ describe.skipIf(SERVER_URL)("the embedded database's directory", () => {
     }
   });
 });
+
+describe("bounded reads", () => {
+  it.skipIf(!SERVER_URL)(
+    "run with their statement timeout and without parallel workers, beside live work",
+    async () => {
+      const reader = db.boundedReads(1234);
+      if (!reader) throw new Error("PostgreSQL gives bounded reads");
+      const { rows } = await sql<{ timeout: string; parallel: string }>`
+      SELECT current_setting('statement_timeout') AS timeout,
+             current_setting('max_parallel_workers_per_gather') AS parallel`.execute(reader);
+      expect(rows[0]).toEqual({ timeout: "1234ms", parallel: "0" });
+      // The main pool keeps the server's own setting.
+      const main = await sql<{ parallel: string }>`
+      SELECT current_setting('max_parallel_workers_per_gather') AS parallel`.execute(db.root);
+      expect(main.rows[0]?.parallel).not.toBe("0");
+    },
+  );
+
+  it.skipIf(SERVER_URL)("are none on the embedded database, which has one connection", () => {
+    expect(db.boundedReads(1234)).toBeNull();
+  });
+});
