@@ -91,30 +91,32 @@ export class DeliveryGate {
    * for. Called for each claim, it also brings every idle lane up to date (see `#current`).
    */
   full(): Array<{ tenantId: string; webhookKey: string }> {
-    const now = this.#now();
-    const found: Array<{ tenantId: string; webhookKey: string }> = [];
-    for (const [key, held] of this.#lanes) {
-      const lane = this.#current(key, held, now);
-      if (!lane) continue;
+    return this.#endpoints((lane, now) => {
       const stalled = lane.inFlight > 0 && now - lane.progressAt > this.#stallMs;
-      if (lane.inFlight < lane.cap && !stalled) continue;
-      const [tenantId, webhookKey] = key.split("\u0000") as [string, string];
-      found.push({ tenantId, webhookKey });
-    }
-    return found;
+      return lane.inFlight >= lane.cap || stalled ? {} : undefined;
+    });
   }
 
   /** The endpoints whose lanes have room for more than the floor now, and how much. */
   wide(): Array<{ tenantId: string; webhookKey: string; room: number }> {
+    return this.#endpoints((lane, now) => {
+      const room = this.#room(lane, now);
+      return room > this.#floor ? { room } : undefined;
+    });
+  }
+
+  /** The endpoints whose lanes, brought up to date, `pick` says something of, with what it says. */
+  #endpoints<T extends object>(
+    pick: (lane: Lane, now: number) => T | undefined,
+  ): Array<{ tenantId: string; webhookKey: string } & T> {
     const now = this.#now();
-    const found: Array<{ tenantId: string; webhookKey: string; room: number }> = [];
+    const found: Array<{ tenantId: string; webhookKey: string } & T> = [];
     for (const [key, held] of this.#lanes) {
       const lane = this.#current(key, held, now);
-      if (!lane || lane.cap - lane.inFlight <= this.#floor) continue;
-      const room = this.#room(lane, now);
-      if (room <= this.#floor) continue;
+      const picked = lane && pick(lane, now);
+      if (!picked) continue;
       const [tenantId, webhookKey] = key.split("\u0000") as [string, string];
-      found.push({ tenantId, webhookKey, room });
+      found.push({ tenantId, webhookKey, ...picked });
     }
     return found;
   }
