@@ -135,6 +135,7 @@ export async function startServer(
     },
     partner: (partnerOptions) => provisionPartner((m, p, b) => server.admin(m, p, b), partnerOptions),
     addWorkers,
+    pids: () => ({ service: running?.child.pid, workers: workers.flatMap((w) => (w.pid ? [w.pid] : [])) }),
     async withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
       if (database) {
         ownDb ??= await openDb({ databaseUrl: database.url, poolSize: 4 });

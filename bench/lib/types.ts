@@ -52,6 +52,8 @@ export interface BenchServer {
   partner(options?: PartnerOptions): Promise<Partner>;
   /** Starts more worker processes (`cds worker`) on the service's database (PostgreSQL only). */
   addWorkers(count: number): Promise<void>;
+  /** The process ids of the service's processes: the one `startServer` started, then its workers. */
+  pids(): { service: number | undefined; workers: number[] };
   /**
    * Runs `fn` on the service's database from the bench process. On PostgreSQL a second connection
    * pool; on the embedded database the service is stopped for the duration and started again.

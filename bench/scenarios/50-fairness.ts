@@ -2,6 +2,7 @@ import http from "node:http";
 import { sql } from "kysely";
 import type { WorkflowDefinition } from "../../src/modules/workflows/workflow.types.js";
 import type { Db } from "../../src/platform/db/index.js";
+import { coresBetween, readCpu } from "../lib/cpu.js";
 import { runIfMain } from "../lib/harness.js";
 import { paced } from "../lib/load.js";
 import type { Partner } from "../lib/provision.js";
@@ -151,6 +152,12 @@ interface Latency {
   p99Ms: number;
 }
 
+/** One run's latency, its slowest `/health`, and the cores each process kept busy (bench/lib/cpu.ts). */
+interface Run extends Latency {
+  healthMaxMs: number;
+  cores: Record<string, number>;
+}
+
 /** Submission to decision of the tenant's cases created in [from, to). */
 async function latencyOf(db: Db, tenantId: string, from: Date, to: Date): Promise<Latency> {
   const { rows } = await sql<{ decided: number; p50: number | null; p99: number | null }>`
@@ -164,6 +171,13 @@ async function latencyOf(db: Db, tenantId: string, from: Date, to: Date): Promis
     FROM w`.execute(db.root);
   const r = rows[0];
   return { decided: Number(r?.decided ?? 0), p50Ms: Number(r?.p50 ?? 0), p99Ms: Number(r?.p99 ?? 0) };
+}
+
+/** The median of each process's share of the cores over the runs. */
+function medianCores(runs: Run[]): Run {
+  const names = Object.keys(runs[0]?.cores ?? {});
+  const cores = Object.fromEntries(names.map((n) => [n, round(median(runs.map((r) => r.cores[n] ?? 0)))]));
+  return { decided: 0, p50Ms: 0, p99Ms: 0, healthMaxMs: 0, cores };
 }
 
 /** Waits until no case of the tenants is still on its way to a decision. */
@@ -198,8 +212,13 @@ const scenario: Scenario = {
     const hostileRate = Number(process.env.BENCH_FAIRNESS_HOSTILE_RATE ?? 5);
     const ordinary = await server.partner({ name: "Ordinary Bank", scopes: ["cases:write", "cases:read"] });
     const noisy = await server.partner({ name: "Noisy Bank", scopes: ["cases:write", "cases:read"] });
+    // BENCH_FAIRNESS_HOSTILE: which hostile tenants run (to tell their costs apart); all by default.
+    const chosen = (process.env.BENCH_FAIRNESS_HOSTILE ?? hostileTenants.map((t) => t.id).join(","))
+      .split(",")
+      .map((id) => id.trim())
+      .filter(Boolean);
     const hostile: Array<(typeof hostileTenants)[number] & { partner: Partner }> = [];
-    for (const t of hostileTenants) {
+    for (const t of hostileTenants.filter((h) => chosen.includes(h.id))) {
       hostile.push({
         ...t,
         partner: await server.partner({ name: t.name, scopes: ["cases:write", "cases:read"] }),
@@ -234,11 +253,11 @@ const scenario: Scenario = {
 
     const everyone = [ordinary.tenantId, noisy.tenantId, ...hostile.map((t) => t.partner.tenantId)];
     /** One run: the ordinary tenant at its rate, the noisy and hostile ones beside it or not. */
-    const runOnce = async (
-      others: "none" | "noisy" | "hostile",
-      seconds: number,
-    ): Promise<Latency & { healthMaxMs: number }> => {
+    const runOnce = async (others: "none" | "noisy" | "hostile", seconds: number): Promise<Run> => {
       const from = new Date();
+      const pids = server.pids();
+      const processes = { api: pids.service, worker: pids.workers[0] };
+      const cpuBefore = readCpu(processes);
       const health = watchHealth(server.url);
       await Promise.all([
         submit(ordinary.headers, ordinarySubmission, ordinaryRate, seconds),
@@ -250,19 +269,25 @@ const scenario: Scenario = {
           : []),
       ]);
       const to = new Date();
+      const cpuAfter = readCpu(processes);
       const { maxMs } = await health.stop();
       await drained(server, everyone);
       return {
         ...(await server.withDb((db) => latencyOf(db, ordinary.tenantId, from, to))),
         healthMaxMs: maxMs,
+        cores: cpuBefore && cpuAfter ? coresBetween(cpuBefore, cpuAfter) : {},
       };
     };
+    const coresText = (r: Run) =>
+      Object.entries(r.cores)
+        .map(([name, share]) => `${name} ${share}`)
+        .join(", ");
 
     ctx.log("warming up");
     await runOnce("hostile", ctx.settings.warmupSeconds);
-    const alone: Array<Latency & { healthMaxMs: number }> = [];
-    const together: Array<Latency & { healthMaxMs: number }> = [];
-    const hostileRuns: Array<Latency & { healthMaxMs: number }> = [];
+    const alone: Run[] = [];
+    const together: Run[] = [];
+    const hostileRuns: Run[] = [];
     for (let round_ = 1; round_ <= ctx.settings.repeats; round_++) {
       // Interleaved, so that noise from the shared machine falls on all alike.
       const a = await runOnce("none", ctx.settings.durationSeconds);
@@ -273,9 +298,12 @@ const scenario: Scenario = {
       hostileRuns.push(x);
       ctx.log(
         `round ${round_}: ordinary p99 ${round(a.p99Ms)} ms alone, ${round(t.p99Ms)} ms beside the noisy tenant, ` +
-          `${round(x.p99Ms)} ms beside the noisy and the three hostile ones; /health max ${round(a.healthMaxMs)}, ` +
+          `${round(x.p99Ms)} ms beside the noisy and the hostile ones (${chosen.join(", ")}); /health max ${round(a.healthMaxMs)}, ` +
           `${round(t.healthMaxMs)}, ${round(x.healthMaxMs)} ms`,
       );
+      ctx.log(`round ${round_}: cores busy alone: ${coresText(a)}`);
+      ctx.log(`round ${round_}: cores busy beside the noisy tenant: ${coresText(t)}`);
+      ctx.log(`round ${round_}: cores busy beside all: ${coresText(x)}`);
     }
     const noisyCases = await server.withDb((db) => latencyOf(db, noisy.tenantId, new Date(0), new Date()));
     const hostileOutcomes = await server.withDb(async (db) => {
@@ -328,7 +356,7 @@ const scenario: Scenario = {
           },
         },
         {
-          name: `ordinary tenant beside the noisy one and three hostile ones (${hostileRate} cases/s each)`,
+          name: `ordinary tenant beside the noisy one and the hostile ones (${chosen.join(", ")}; ${hostileRate} cases/s each)`,
           figures: {
             "p50 ms": round(median(hostileRuns.map((l) => l.p50Ms))),
             "p99 ms": round(p99Hostile),
@@ -352,6 +380,8 @@ const scenario: Scenario = {
         "the noisy workflow: three nodes each spending just under one node's evaluation budget, and a backtracking-prone input-schema pattern",
         "the hostile workflows: a 904-instruction RE2 match in each of three rules, an input-schema pattern over 500,000 characters, a comprehension over 10,000 elements (decision 0024)",
         `hostile tenants' cases: ${hostileOutcomes.join("; ")} (the schema tenant's submissions are refused with 400)`,
+        `cores busy (median of the rounds; "main" is a process's event loop, "others" its other threads): ` +
+          `alone ${coresText(medianCores(alone))}; beside all ${coresText(medianCores(hostileRuns))}`,
         `goal: p99 ratio < 1.5 beside the noisy tenant (${ratio < 1.5 ? "met" : "missed"}) and beside all of them (${hostileRatio < 1.5 ? "met" : "missed"})`,
         `goal: /health at most 100 ms while the hostile tenants run (${healthMax <= 100 ? "met" : "missed"}: ${round(healthMax)} ms)`,
       ],

@@ -1,0 +1,80 @@
+import fs from "node:fs";
+
+/** Clock ticks per second of /proc's times (USER_HZ: 100 on every Linux this runs on). */
+const TICKS = 100;
+
+/** CPU seconds (user + system) of one process or thread from its /proc stat line; 0 once it is gone. */
+function secondsOf(statPath: string): number {
+  try {
+    const line = fs.readFileSync(statPath, "utf8");
+    // The command name is in parentheses and may hold spaces: the fields start after its ')'.
+    const fields = line.slice(line.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** A process's CPU seconds: its main thread (its event loop, for a Node process) and all the others. */
+export interface ProcessCpu {
+  main: number;
+  others: number;
+}
+
+function processCpu(pid: number): ProcessCpu {
+  const total = secondsOf(`/proc/${pid}/stat`);
+  const main = secondsOf(`/proc/${pid}/task/${pid}/stat`);
+  return { main, others: Math.max(0, total - main) };
+}
+
+/** The CPU seconds of every `postgres` process on the machine (server, backends, background workers). */
+function postgresCpu(): number {
+  let sum = 0;
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/comm`, "utf8").trim() !== "postgres") continue;
+    } catch {
+      continue;
+    }
+    sum += secondsOf(`/proc/${entry}/stat`);
+  }
+  return sum;
+}
+
+export interface CpuReading {
+  at: number;
+  processes: Record<string, ProcessCpu>;
+  postgres: number;
+  bench: number;
+}
+
+/**
+ * Where the machine's CPU went: the named service processes (split into main thread and others),
+ * every PostgreSQL process, and the bench process itself. Linux only (/proc); elsewhere undefined.
+ * Backends that exit between two readings take their time with them, so PostgreSQL's figure is a
+ * lower bound when connections come and go.
+ */
+export function readCpu(pids: Record<string, number | undefined>): CpuReading | undefined {
+  if (!fs.existsSync("/proc/self/stat")) return undefined;
+  const processes: Record<string, ProcessCpu> = {};
+  for (const [name, pid] of Object.entries(pids)) if (pid) processes[name] = processCpu(pid);
+  const own = process.cpuUsage();
+  return { at: performance.now(), processes, postgres: postgresCpu(), bench: (own.user + own.system) / 1e6 };
+}
+
+/** Share of one core each took between two readings (1 = a whole core), rounded to two places. */
+export function coresBetween(before: CpuReading, after: CpuReading): Record<string, number> {
+  const seconds = (after.at - before.at) / 1000;
+  const share = (s: number) => Math.round((s / seconds) * 100) / 100;
+  const out: Record<string, number> = {};
+  for (const [name, b] of Object.entries(before.processes)) {
+    const a = after.processes[name];
+    if (!a) continue;
+    out[`${name} main`] = share(a.main - b.main);
+    out[`${name} others`] = share(a.others - b.others);
+  }
+  out.postgres = share(after.postgres - before.postgres);
+  out.bench = share(after.bench - before.bench);
+  return out;
+}
