@@ -27,9 +27,9 @@ function processCpu(pid: number): ProcessCpu {
   return { main, others: Math.max(0, total - main) };
 }
 
-/** The CPU seconds of every `postgres` process on the machine (server, backends, background workers). */
-function postgresCpu(): number {
-  let sum = 0;
+/** The CPU seconds of each `postgres` process on the machine (server, backends, background workers), by pid. */
+function postgresCpu(): Map<string, number> {
+  const byPid = new Map<string, number>();
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
@@ -37,23 +37,23 @@ function postgresCpu(): number {
     } catch {
       continue;
     }
-    sum += secondsOf(`/proc/${entry}/stat`);
+    byPid.set(entry, secondsOf(`/proc/${entry}/stat`));
   }
-  return sum;
+  return byPid;
 }
 
 export interface CpuReading {
   at: number;
   processes: Record<string, ProcessCpu>;
-  postgres: number;
+  postgres: Map<string, number>;
   bench: number;
 }
 
 /**
  * Where the machine's CPU went: the named service processes (split into main thread and others),
  * every PostgreSQL process, and the bench process itself. Linux only (/proc); elsewhere undefined.
- * Backends that exit between two readings take their time with them, so PostgreSQL's figure is a
- * lower bound when connections come and go.
+ * A backend that exits between two readings takes its time with them (`postgresBetween` counts
+ * only what it can see), so PostgreSQL's figure is a lower bound when connections come and go.
  */
 export function readCpu(pids: Record<string, number | undefined>): CpuReading | undefined {
   if (!fs.existsSync("/proc/self/stat")) return undefined;
@@ -61,6 +61,13 @@ export function readCpu(pids: Record<string, number | undefined>): CpuReading | 
   for (const [name, pid] of Object.entries(pids)) if (pid) processes[name] = processCpu(pid);
   const own = process.cpuUsage();
   return { at: performance.now(), processes, postgres: postgresCpu(), bench: (own.user + own.system) / 1e6 };
+}
+
+/** CPU seconds PostgreSQL's processes spent between two readings: those alive at both, and those started since. */
+export function postgresBetween(before: CpuReading, after: CpuReading): number {
+  let sum = 0;
+  for (const [pid, seconds] of after.postgres) sum += seconds - (before.postgres.get(pid) ?? 0);
+  return sum;
 }
 
 /** Share of one core each took between two readings (1 = a whole core), rounded to two places. */
@@ -74,7 +81,7 @@ export function coresBetween(before: CpuReading, after: CpuReading): Record<stri
     out[`${name} main`] = share(a.main - b.main);
     out[`${name} others`] = share(a.others - b.others);
   }
-  out.postgres = share(after.postgres - before.postgres);
+  out.postgres = share(postgresBetween(before, after));
   out.bench = share(after.bench - before.bench);
   return out;
 }

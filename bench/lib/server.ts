@@ -52,9 +52,19 @@ async function spawnService(
       reject(new Error(`\`${command}\` exited (${code ?? signal}) before starting:\n${output.slice(-4000)}`)),
     );
   });
-  // Keep reading so that a full pipe never blocks the service.
-  child.stdout?.resume();
-  child.stderr?.resume();
+  // BENCH_SERVICE_OUTPUT_DIR: each process's output kept in a file (with --trace-gc, say).
+  const outputDir = process.env.BENCH_SERVICE_OUTPUT_DIR;
+  if (outputDir) {
+    fs.mkdirSync(outputDir, { recursive: true });
+    const file = fs.createWriteStream(path.join(outputDir, `${command}-${child.pid}.log`));
+    file.write(output);
+    child.stdout?.pipe(file);
+    child.stderr?.pipe(file);
+  } else {
+    // Keep reading so that a full pipe never blocks the service.
+    child.stdout?.resume();
+    child.stderr?.resume();
+  }
   return { child, match };
 }
 

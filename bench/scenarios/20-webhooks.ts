@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
 import { startBareServer } from "../lib/bare.js";
 import { type CaseSummary, casesOf, decisionsIn, drained, submission, workPerCase } from "../lib/cases.js";
-import { type CpuReading, readCpu } from "../lib/cpu.js";
+import { type CpuReading, postgresBetween, readCpu } from "../lib/cpu.js";
 import { runIfMain } from "../lib/harness.js";
 import { paced } from "../lib/load.js";
 import { median, percentile, round } from "../lib/stats.js";
@@ -143,7 +143,7 @@ function cpuPerCase(
     out["service main"] = per(b.main - a.main);
     out["service others"] = per(b.others - a.others);
   }
-  out.postgres = per(to.postgres - from.postgres);
+  out.postgres = per(postgresBetween(from, to));
   out.bench = per(to.bench - from.bench);
   return out;
 }

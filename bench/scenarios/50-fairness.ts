@@ -207,11 +207,18 @@ const scenario: Scenario = {
     // As in production, and as in the cases scenario: an API process and a worker process.
     const server = await ctx.startServer({ env: { CDS_ROLE: "api" } });
     await server.addWorkers(1);
+    // BENCH_FAIRNESS_APART=1: the noisy and hostile tenants on a second service (its own API and
+    // worker processes, its own database on the same server), so that what they cost the ordinary
+    // tenant through the machine alone (the cores, PostgreSQL) is told apart from what they cost
+    // it inside the service's processes.
+    const apart = process.env.BENCH_FAIRNESS_APART === "1";
+    const others = apart ? await ctx.startServer({ env: { CDS_ROLE: "api" } }) : server;
+    if (apart) await others.addWorkers(1);
     const ordinaryRate = Number(process.env.BENCH_FAIRNESS_RATE ?? 100);
     const noisyRate = Number(process.env.BENCH_FAIRNESS_NOISY_RATE ?? 10);
     const hostileRate = Number(process.env.BENCH_FAIRNESS_HOSTILE_RATE ?? 5);
     const ordinary = await server.partner({ name: "Ordinary Bank", scopes: ["cases:write", "cases:read"] });
-    const noisy = await server.partner({ name: "Noisy Bank", scopes: ["cases:write", "cases:read"] });
+    const noisy = await others.partner({ name: "Noisy Bank", scopes: ["cases:write", "cases:read"] });
     // BENCH_FAIRNESS_HOSTILE: which hostile tenants run (to tell their costs apart); all by default.
     const chosen = (process.env.BENCH_FAIRNESS_HOSTILE ?? hostileTenants.map((t) => t.id).join(","))
       .split(",")
@@ -221,19 +228,20 @@ const scenario: Scenario = {
     for (const t of hostileTenants.filter((h) => chosen.includes(h.id))) {
       hostile.push({
         ...t,
-        partner: await server.partner({ name: t.name, scopes: ["cases:write", "cases:read"] }),
+        partner: await others.partner({ name: t.name, scopes: ["cases:write", "cases:read"] }),
       });
     }
-    for (const [partner, id, definition] of [
-      [ordinary, "ordinary", threeNodeRules],
-      [noisy, "noisy", noisyWorkflow],
-      ...hostile.map((t) => [t.partner, t.id, t.definition] as const),
+    for (const [at, partner, id, definition] of [
+      [server, ordinary, "ordinary", threeNodeRules],
+      [others, noisy, "noisy", noisyWorkflow],
+      ...hostile.map((t) => [others, t.partner, t.id, t.definition] as const),
     ] as const) {
       const base = `/admin/tenants/${partner.tenantId}/workflows/${id}/versions`;
-      await server.admin("POST", base, definition);
-      await server.admin("POST", `${base}/1/publish`);
+      await at.admin("POST", base, definition);
+      await at.admin("POST", `${base}/1/publish`);
     }
     const submit = (
+      at: BenchServer,
       headers: Record<string, string>,
       body: string,
       rate: number,
@@ -242,7 +250,7 @@ const scenario: Scenario = {
     ) =>
       paced({
         expectStatus,
-        url: `${server.url}/cases`,
+        url: `${at.url}/cases`,
         method: "POST",
         headers: { ...headers, "content-type": "application/json" },
         body,
@@ -251,27 +259,42 @@ const scenario: Scenario = {
         connections: 32,
       });
 
-    const everyone = [ordinary.tenantId, noisy.tenantId, ...hostile.map((t) => t.partner.tenantId)];
+    const theOthers = [noisy.tenantId, ...hostile.map((t) => t.partner.tenantId)];
     /** One run: the ordinary tenant at its rate, the noisy and hostile ones beside it or not. */
-    const runOnce = async (others: "none" | "noisy" | "hostile", seconds: number): Promise<Run> => {
+    const runOnce = async (beside: "none" | "noisy" | "hostile", seconds: number): Promise<Run> => {
       const from = new Date();
       const pids = server.pids();
-      const processes = { api: pids.service, worker: pids.workers[0] };
+      const otherPids = others.pids();
+      const processes = {
+        api: pids.service,
+        worker: pids.workers[0],
+        ...(apart ? { "others' api": otherPids.service, "others' worker": otherPids.workers[0] } : {}),
+      };
       const cpuBefore = readCpu(processes);
       const health = watchHealth(server.url);
       await Promise.all([
-        submit(ordinary.headers, ordinarySubmission, ordinaryRate, seconds),
-        others !== "none" ? submit(noisy.headers, noisySubmission, noisyRate, seconds) : Promise.resolve(),
-        ...(others === "hostile"
+        submit(server, ordinary.headers, ordinarySubmission, ordinaryRate, seconds),
+        beside !== "none"
+          ? submit(others, noisy.headers, noisySubmission, noisyRate, seconds)
+          : Promise.resolve(),
+        ...(beside === "hostile"
           ? hostile.map((t) =>
-              submit(t.partner.headers, t.body, hostileRate, seconds, t.id === "schema" ? 400 : undefined),
+              submit(
+                others,
+                t.partner.headers,
+                t.body,
+                hostileRate,
+                seconds,
+                t.id === "schema" ? 400 : undefined,
+              ),
             )
           : []),
       ]);
       const to = new Date();
       const cpuAfter = readCpu(processes);
       const { maxMs } = await health.stop();
-      await drained(server, everyone);
+      await drained(server, [ordinary.tenantId]);
+      await drained(others, theOthers);
       return {
         ...(await server.withDb((db) => latencyOf(db, ordinary.tenantId, from, to))),
         healthMaxMs: maxMs,
@@ -305,8 +328,8 @@ const scenario: Scenario = {
       ctx.log(`round ${round_}: cores busy beside the noisy tenant: ${coresText(t)}`);
       ctx.log(`round ${round_}: cores busy beside all: ${coresText(x)}`);
     }
-    const noisyCases = await server.withDb((db) => latencyOf(db, noisy.tenantId, new Date(0), new Date()));
-    const hostileOutcomes = await server.withDb(async (db) => {
+    const noisyCases = await others.withDb((db) => latencyOf(db, noisy.tenantId, new Date(0), new Date()));
+    const hostileOutcomes = await others.withDb(async (db) => {
       const rows = await db.root
         .selectFrom("cases")
         .select(["tenant_id", "status"])
@@ -375,7 +398,9 @@ const scenario: Scenario = {
         },
       ],
       notes: [
-        `database: ${server.database}; one API process and one worker process`,
+        apart
+          ? `database: ${server.database}; the ordinary tenant on one service, the noisy and hostile ones on another (BENCH_FAIRNESS_APART), each an API process and a worker process with a database of its own on one server`
+          : `database: ${server.database}; one API process and one worker process`,
         "latency is submission to decision, read from the cases' decidedAt; medians of the rounds",
         "the noisy workflow: three nodes each spending just under one node's evaluation budget, and a backtracking-prone input-schema pattern",
         "the hostile workflows: a 904-instruction RE2 match in each of three rules, an input-schema pattern over 500,000 characters, a comprehension over 10,000 elements (decision 0024)",
