@@ -26,6 +26,8 @@ export interface Config {
   readonly role: "api" | "worker" | "all";
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   readonly dbPoolSize: number;
+  /** Statements run as prepared statements of their connection (PostgreSQL; decision 0030). */
+  readonly dbPreparedStatements: boolean;
   readonly workerConcurrency: number;
   /** How long a claimed job is held before another worker may take it over. */
   readonly jobLeaseSeconds: number;
@@ -269,6 +271,7 @@ export function loadConfig(env: Env = process.env): Config {
     role,
     logLevel,
     dbPoolSize: read(env, { name: "CDS_DB_POOL_SIZE", parse: integer(1, 1000) }, 10),
+    dbPreparedStatements: read(env, { name: "CDS_DB_PREPARED_STATEMENTS", parse: boolean }, true),
     workerConcurrency: read(env, { name: "CDS_WORKER_CONCURRENCY", parse: integer(1, 10000) }, 32),
     jobLeaseSeconds: read(env, { name: "CDS_JOB_LEASE_SECONDS", parse: integer(1, 3600) }, 30),
     jobPollMs: read(env, { name: "CDS_JOB_POLL_MS", parse: integer(10, 60000) }, 1000),

@@ -45,6 +45,7 @@ async function openFor(config: Config) {
     databaseUrl: config.databaseUrl,
     dataDir: config.databaseUrl ? undefined : config.dataDir,
     poolSize: config.dbPoolSize,
+    preparedStatements: config.dbPreparedStatements,
     checkNestedQueries: false,
   });
 }

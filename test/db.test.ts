@@ -283,6 +283,63 @@ describe.skipIf(SERVER_URL)("the embedded database's directory", () => {
   });
 });
 
+describe("prepared statements (decision 0030)", () => {
+  /** The names of the prepared statements of the one connection of a pool of one. */
+  const preparedOn = async (one: Db) =>
+    (await sql<{ name: string }>`SELECT name FROM pg_prepared_statements`.execute(one.root)).rows.map(
+      (r) => r.name,
+    );
+
+  it.skipIf(!SERVER_URL)(
+    "run a statement with parameters as a prepared statement of its connection, and one without as before",
+    async () => {
+      const one = await openDb({ databaseUrl: database.url, poolSize: 1 });
+      try {
+        const read = () =>
+          sql`SELECT label FROM race_rows WHERE label = ${"prepared-probe"}`.execute(one.root);
+        await read();
+        await read();
+        const names = await preparedOn(one);
+        expect(names).toHaveLength(1);
+        expect(names[0]).toMatch(/^cds_/);
+        // The same text finds the same statement; a statement without parameters prepares nothing.
+        await sql`SELECT 1`.execute(one.root);
+        expect(await preparedOn(one)).toEqual(names);
+      } finally {
+        await one.close();
+      }
+    },
+  );
+
+  it.skipIf(!SERVER_URL)("are not made when turned off (CDS_DB_PREPARED_STATEMENTS=false)", async () => {
+    const one = await openDb({ databaseUrl: database.url, poolSize: 1, preparedStatements: false });
+    try {
+      await sql`SELECT label FROM race_rows WHERE label = ${"x"}`.execute(one.root);
+      expect(await preparedOn(one)).toEqual([]);
+    } finally {
+      await one.close();
+    }
+  });
+
+  it.skipIf(!SERVER_URL)(
+    "survive a column added while they run: the statement that read the table whole runs again unnamed",
+    async () => {
+      await sql`CREATE TABLE widening (id int8 PRIMARY KEY, label text)`.execute(db.root);
+      await sql`INSERT INTO widening VALUES (1, 'one')`.execute(db.root);
+      const one = await openDb({ databaseUrl: database.url, poolSize: 1 });
+      try {
+        const whole = async () => (await sql`SELECT * FROM widening WHERE id = ${1}`.execute(one.root)).rows;
+        expect(await whole()).toEqual([{ id: 1, label: "one" }]);
+        await sql`ALTER TABLE widening ADD COLUMN added text DEFAULT 'new'`.execute(db.root);
+        expect(await whole()).toEqual([{ id: 1, label: "one", added: "new" }]);
+        expect(await whole()).toEqual([{ id: 1, label: "one", added: "new" }]);
+      } finally {
+        await one.close();
+      }
+    },
+  );
+});
+
 describe("bounded reads", () => {
   it.skipIf(!SERVER_URL)(
     "run with their statement timeout and without parallel workers, beside live work",

@@ -6,6 +6,7 @@ import { lockDataDir } from "./dir-lock.js";
 import { GuardedDialect, inTransactionScope } from "./guard.js";
 import { PgListener } from "./pg-listener.js";
 import { PGliteDialect } from "./pglite-driver.js";
+import { PreparingClient } from "./prepared-client.js";
 import type { Database } from "./schema.js";
 import { sharedParsers } from "./types.js";
 
@@ -46,6 +47,12 @@ export interface DbOptions {
   dataDir?: string | undefined;
   poolSize?: number;
   applicationName?: string;
+  /**
+   * PostgreSQL: each statement with parameters runs as a prepared statement of its connection,
+   * parsed once and planned as PostgreSQL's plan cache decides (decision 0030). On by default;
+   * off behind a pooler that cannot keep a connection's prepared statements.
+   */
+  preparedStatements?: boolean;
   /**
    * Refuse a query on the root executor from inside a transaction (NestedQueryError). On by
    * default, and in every test; the service turns it off: it costs an AsyncLocalStorage context
@@ -134,7 +141,12 @@ export async function openDb(options: DbOptions): Promise<Db> {
       made.on("error", () => {});
       return made;
     };
-    const pool = newPool(options.poolSize ?? 10, {});
+    // The bounded readers below are not prepared: their figures read skewed data (a hot key's
+    // history), which a plan made once for any key could serve badly.
+    const pool = newPool(
+      options.poolSize ?? 10,
+      options.preparedStatements === false ? {} : { Client: PreparingClient },
+    );
     const listener = new PgListener(databaseUrl, pgTypes);
     const root = new Kysely<Database>({ dialect: new GuardedDialect(new PostgresDialect({ pool })) });
     // One small pool per bound, made when first asked for. Not guarded: its queries run beside
