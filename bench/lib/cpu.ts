@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import { median, round } from "./stats.js";
 
 /** Clock ticks per second of /proc's times (USER_HZ: 100 on every Linux this runs on). */
 const TICKS = 100;
@@ -64,24 +65,52 @@ export function readCpu(pids: Record<string, number | undefined>): CpuReading | 
 }
 
 /** CPU seconds PostgreSQL's processes spent between two readings: those alive at both, and those started since. */
-export function postgresBetween(before: CpuReading, after: CpuReading): number {
+function postgresBetween(before: CpuReading, after: CpuReading): number {
   let sum = 0;
   for (const [pid, seconds] of after.postgres) sum += seconds - (before.postgres.get(pid) ?? 0);
   return sum;
 }
 
-/** Share of one core each took between two readings (1 = a whole core), rounded to two places. */
-export function coresBetween(before: CpuReading, after: CpuReading): Record<string, number> {
-  const seconds = (after.at - before.at) / 1000;
-  const share = (s: number) => Math.round((s / seconds) * 100) / 100;
+/**
+ * CPU seconds each part of the machine spent between two readings: `<name> main` and
+ * `<name> others` for each named process, `postgres`, `bench`.
+ */
+export function cpuBetween(before: CpuReading, after: CpuReading): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [name, b] of Object.entries(before.processes)) {
     const a = after.processes[name];
     if (!a) continue;
-    out[`${name} main`] = share(a.main - b.main);
-    out[`${name} others`] = share(a.others - b.others);
+    out[`${name} main`] = a.main - b.main;
+    out[`${name} others`] = a.others - b.others;
   }
-  out.postgres = share(postgresBetween(before, after));
-  out.bench = share(after.bench - before.bench);
+  out.postgres = postgresBetween(before, after);
+  out.bench = after.bench - before.bench;
   return out;
+}
+
+/** Share of one core each part took between two readings (1 = a whole core). */
+export function coresBetween(before: CpuReading, after: CpuReading): Record<string, number> {
+  const seconds = (after.at - before.at) / 1000;
+  return mapParts(cpuBetween(before, after), (s) => s / seconds);
+}
+
+/** Each part's figure passed through `fn`. */
+export function mapParts(
+  parts: Record<string, number>,
+  fn: (value: number) => number,
+): Record<string, number> {
+  return Object.fromEntries(Object.entries(parts).map(([name, value]) => [name, fn(value)]));
+}
+
+/** The median of each part's figure over several readings (the parts of the first). */
+export function medianParts(runs: ReadonlyArray<Record<string, number>>): Record<string, number> {
+  const names = Object.keys(runs[0] ?? {});
+  return Object.fromEntries(names.map((n) => [n, median(runs.map((r) => r[n] ?? 0))]));
+}
+
+/** "api main 0.1, api others 0.01, …", or why there is nothing to say. */
+export function partsText(parts: Record<string, number> | undefined): string {
+  const entries = Object.entries(parts ?? {});
+  if (entries.length === 0) return "not read (no /proc)";
+  return entries.map(([name, value]) => `${name} ${round(value)}`).join(", ");
 }

@@ -58,8 +58,10 @@ async function spawnService(
     fs.mkdirSync(outputDir, { recursive: true });
     const file = fs.createWriteStream(path.join(outputDir, `${command}-${child.pid}.log`));
     file.write(output);
-    child.stdout?.pipe(file);
-    child.stderr?.pipe(file);
+    // Two streams into one file: it ends when the process's output has, not when either stream does.
+    child.stdout?.pipe(file, { end: false });
+    child.stderr?.pipe(file, { end: false });
+    child.once("close", () => file.end());
   } else {
     // Keep reading so that a full pipe never blocks the service.
     child.stdout?.resume();

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
 import { startBareServer } from "../lib/bare.js";
 import { type CaseSummary, casesOf, decisionsIn, drained, submission, workPerCase } from "../lib/cases.js";
-import { type CpuReading, postgresBetween, readCpu } from "../lib/cpu.js";
+import { cpuBetween, mapParts, medianParts, partsText, readCpu } from "../lib/cpu.js";
 import { runIfMain } from "../lib/harness.js";
 import { paced } from "../lib/load.js";
 import { median, percentile, round } from "../lib/stats.js";
@@ -128,37 +128,6 @@ function deliveriesOf(receiver: Receiver, cases: CaseSummary[]) {
   };
 }
 
-/** CPU milliseconds per case each part of the machine spent between two readings (bench/lib/cpu.ts). */
-function cpuPerCase(
-  from: CpuReading | undefined,
-  to: CpuReading | undefined,
-  cases: number,
-): Record<string, number> {
-  if (!from || !to) return {};
-  const out: Record<string, number> = {};
-  const per = (seconds: number) => (seconds * 1000) / cases;
-  const a = from.processes.service;
-  const b = to.processes.service;
-  if (a && b) {
-    out["service main"] = per(b.main - a.main);
-    out["service others"] = per(b.others - a.others);
-  }
-  out.postgres = per(postgresBetween(from, to));
-  out.bench = per(to.bench - from.bench);
-  return out;
-}
-
-function medianOf(runs: Array<Record<string, number>>): Record<string, number> {
-  const names = Object.keys(runs[0] ?? {});
-  return Object.fromEntries(names.map((n) => [n, median(runs.map((r) => r[n] ?? 0))]));
-}
-
-function cpuText(cpu: Record<string, number> | undefined): string {
-  const entries = Object.entries(cpu ?? {});
-  if (entries.length === 0) return "not read (no /proc)";
-  return entries.map(([name, ms]) => `${name} ${round(ms)}`).join(", ");
-}
-
 const scenario: Scenario = {
   name: "webhooks",
   description:
@@ -214,13 +183,18 @@ const scenario: Scenario = {
         const cpuPlain: Array<Record<string, number>> = [];
         const cpuHooked: Array<Record<string, number>> = [];
         const cpuNow = () => readCpu({ service: server.pids().service });
+        /** CPU milliseconds per case each part of the machine spent since `from` (bench/lib/cpu.ts). */
+        const cpuPerCase = (from: ReturnType<typeof cpuNow>): Record<string, number> => {
+          const to = cpuNow();
+          return from && to ? mapParts(cpuBetween(from, to), (s) => (s * 1000) / count) : {};
+        };
         for (let pass = 1; pass <= ctx.settings.repeats; pass++) {
           // Interleaved, so that the machine's drift hits both alike.
           let from = new Date();
           let cpuFrom = cpuNow();
           await submitAll(server, plain, count, connections);
           await drained(server, plain.tenantId);
-          cpuPlain.push(cpuPerCase(cpuFrom, cpuNow(), count));
+          cpuPlain.push(cpuPerCase(cpuFrom));
           const decided = decisionsIn(await casesOf(server, plain.tenantId, from, new Date()));
           decidedRates.push(decided.perSecond);
           from = new Date();
@@ -229,19 +203,19 @@ const scenario: Scenario = {
           await drained(server, hooked.tenantId);
           const cases = await casesOf(server, hooked.tenantId, from, new Date());
           await allReceived(receiver, cases);
-          cpuHooked.push(cpuPerCase(cpuFrom, cpuNow(), count));
+          cpuHooked.push(cpuPerCase(cpuFrom));
           const delivered = deliveriesOf(receiver, cases);
           deliveredRates.push(delivered.perSecond);
           ctx.log(
             `${database}, round ${pass}: ${round(decided.perSecond)} decisions/s without a webhook, ` +
               `${round(delivered.perSecond)} decided and delivered/s with one (${round(delivered.perSecond / decided.perSecond)}); ` +
-              `CPU ms per case without: ${cpuText(cpuPlain.at(-1))}; with: ${cpuText(cpuHooked.at(-1))}`,
+              `CPU ms per case without: ${partsText(cpuPlain.at(-1))}; with: ${partsText(cpuHooked.at(-1))}`,
           );
         }
         notes.push(
           `${database}: CPU ms per case (median of the rounds; the service's event loop and its other threads, ` +
             `every PostgreSQL process, the bench's load generator and receiver), without a webhook: ` +
-            `${cpuText(medianOf(cpuPlain))}; decided and delivered: ${cpuText(medianOf(cpuHooked))}`,
+            `${partsText(medianParts(cpuPlain))}; decided and delivered: ${partsText(medianParts(cpuHooked))}`,
         );
         const decidedRate = median(decidedRates);
         const deliveredRate = median(deliveredRates);

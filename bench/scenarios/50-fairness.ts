@@ -2,7 +2,7 @@ import http from "node:http";
 import { sql } from "kysely";
 import type { WorkflowDefinition } from "../../src/modules/workflows/workflow.types.js";
 import type { Db } from "../../src/platform/db/index.js";
-import { coresBetween, readCpu } from "../lib/cpu.js";
+import { coresBetween, medianParts, partsText, readCpu } from "../lib/cpu.js";
 import { runIfMain } from "../lib/harness.js";
 import { paced } from "../lib/load.js";
 import type { Partner } from "../lib/provision.js";
@@ -173,13 +173,6 @@ async function latencyOf(db: Db, tenantId: string, from: Date, to: Date): Promis
   return { decided: Number(r?.decided ?? 0), p50Ms: Number(r?.p50 ?? 0), p99Ms: Number(r?.p99 ?? 0) };
 }
 
-/** The median of each process's share of the cores over the runs. */
-function medianCores(runs: Run[]): Run {
-  const names = Object.keys(runs[0]?.cores ?? {});
-  const cores = Object.fromEntries(names.map((n) => [n, round(median(runs.map((r) => r.cores[n] ?? 0)))]));
-  return { decided: 0, p50Ms: 0, p99Ms: 0, healthMaxMs: 0, cores };
-}
-
 /** Waits until no case of the tenants is still on its way to a decision. */
 async function drained(server: BenchServer, tenantIds: string[], timeoutMs = 300_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -301,10 +294,6 @@ const scenario: Scenario = {
         cores: cpuBefore && cpuAfter ? coresBetween(cpuBefore, cpuAfter) : {},
       };
     };
-    const coresText = (r: Run) =>
-      Object.entries(r.cores)
-        .map(([name, share]) => `${name} ${share}`)
-        .join(", ");
 
     ctx.log("warming up");
     await runOnce("hostile", ctx.settings.warmupSeconds);
@@ -324,9 +313,9 @@ const scenario: Scenario = {
           `${round(x.p99Ms)} ms beside the noisy and the hostile ones (${chosen.join(", ")}); /health max ${round(a.healthMaxMs)}, ` +
           `${round(t.healthMaxMs)}, ${round(x.healthMaxMs)} ms`,
       );
-      ctx.log(`round ${round_}: cores busy alone: ${coresText(a)}`);
-      ctx.log(`round ${round_}: cores busy beside the noisy tenant: ${coresText(t)}`);
-      ctx.log(`round ${round_}: cores busy beside all: ${coresText(x)}`);
+      ctx.log(`round ${round_}: cores busy alone: ${partsText(a.cores)}`);
+      ctx.log(`round ${round_}: cores busy beside the noisy tenant: ${partsText(t.cores)}`);
+      ctx.log(`round ${round_}: cores busy beside all: ${partsText(x.cores)}`);
     }
     const noisyCases = await others.withDb((db) => latencyOf(db, noisy.tenantId, new Date(0), new Date()));
     const hostileOutcomes = await others.withDb(async (db) => {
@@ -406,7 +395,7 @@ const scenario: Scenario = {
         "the hostile workflows: a 904-instruction RE2 match in each of three rules, an input-schema pattern over 500,000 characters, a comprehension over 10,000 elements (decision 0024)",
         `hostile tenants' cases: ${hostileOutcomes.join("; ")} (the schema tenant's submissions are refused with 400)`,
         `cores busy (median of the rounds; "main" is a process's event loop, "others" its other threads): ` +
-          `alone ${coresText(medianCores(alone))}; beside all ${coresText(medianCores(hostileRuns))}`,
+          `alone ${partsText(medianParts(alone.map((r) => r.cores)))}; beside all ${partsText(medianParts(hostileRuns.map((r) => r.cores)))}`,
         `goal: p99 ratio < 1.5 beside the noisy tenant (${ratio < 1.5 ? "met" : "missed"}) and beside all of them (${hostileRatio < 1.5 ? "met" : "missed"})`,
         `goal: /health at most 100 ms while the hostile tenants run (${healthMax <= 100 ? "met" : "missed"}: ${round(healthMax)} ms)`,
       ],
