@@ -5,27 +5,45 @@
  * work per request shrinks with the number of requests in flight. Each round trip costs tens of
  * microseconds of CPU on both sides, and a commit far more than a row: one statement of 16 rows
  * inserts about six times as many rows per second as 16 statements of one row (docs/benchmarks.md).
- * No item ever waits for a timer.
+ * No item waits for a timer, unless its batcher is given `lingerMs`: then a batch short of
+ * `maxBatch` waits that long for company before it runs (decision 0031), for work nobody waits on.
  */
 export class Batcher<I, O> {
-  #queue: Array<{ item: I; resolve: (o: O) => void; reject: (e: unknown) => void }> = [];
+  #queue: Array<{ item: I; at: number; resolve: (o: O) => void; reject: (e: unknown) => void }> = [];
   #running = 0;
+  #lingering: NodeJS.Timeout | undefined;
 
   constructor(
     /** Must answer one result per item, in order. */
     private readonly run: (items: I[]) => Promise<O[]>,
-    private readonly options: { maxBatch: number; lanes: number },
+    private readonly options: { maxBatch: number; lanes: number; lingerMs?: number },
   ) {}
 
   add(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.#queue.push({ item, resolve, reject });
+      this.#queue.push({ item, at: this.options.lingerMs ? performance.now() : 0, resolve, reject });
       this.#next();
     });
   }
 
   #next(): void {
     if (this.#running >= this.options.lanes || this.#queue.length === 0) return;
+    // The oldest item waits for company until `lingerMs` after it came, not after a lane freed.
+    const wait = (this.options.lingerMs ?? 0) - (performance.now() - (this.#queue[0]?.at ?? 0));
+    if (wait > 0 && this.#queue.length < this.options.maxBatch) {
+      this.#lingering ??= setTimeout(() => {
+        this.#lingering = undefined;
+        this.#flush();
+      }, wait);
+      return;
+    }
+    this.#flush();
+  }
+
+  #flush(): void {
+    if (this.#running >= this.options.lanes || this.#queue.length === 0) return;
+    clearTimeout(this.#lingering);
+    this.#lingering = undefined;
     const batch = this.#queue.splice(0, this.options.maxBatch);
     this.#running++;
     this.run(batch.map((b) => b.item))

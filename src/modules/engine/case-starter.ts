@@ -30,6 +30,11 @@ const AGAIN_CHECK_MS = 1_000;
  * a few batches, so that each runs well within its lease. Past it, cases are left to any starter.
  */
 const HANDED_LIMIT = 4 * START_BATCH;
+/**
+ * How long a handed case waits for others to share its transaction, when cases come closer
+ * together than this (decision 0031): a case that comes alone starts at once.
+ */
+const START_LINGER_MS = 10;
 
 /**
  * Runs new cases (decision 0011). A starter claims up to START_BATCH `received` cases in one
@@ -57,6 +62,9 @@ export class CaseStarter implements StartTaker {
   #handed: StartClaim[] = [];
   /** Room promised to inserts still in flight. */
   #reserved = 0;
+  /** When cases were last handed over, and the timer that starts a lingering batch. */
+  #lastTake = Number.NEGATIVE_INFINITY;
+  #lingering: NodeJS.Timeout | undefined;
 
   constructor(private readonly ctx: AppContext) {
     // Starters spend their time in the database; a few lanes overlap its round trips.
@@ -77,6 +85,8 @@ export class CaseStarter implements StartTaker {
     if (this.#stopped) return;
     this.ctx.cases.starts.detach(this);
     this.#stopped = true;
+    clearTimeout(this.#lingering);
+    this.#lingering = undefined;
     this.#wakeAll();
     await Promise.all(this.#loops);
     await this.#unlisten?.();
@@ -99,7 +109,20 @@ export class CaseStarter implements StartTaker {
       return;
     }
     this.#handed.push(...claims);
-    this.#wakeOne();
+    const now = performance.now();
+    const steady = now - this.#lastTake < START_LINGER_MS;
+    this.#lastTake = now;
+    if (!steady || this.#handed.length >= START_BATCH) {
+      clearTimeout(this.#lingering);
+      this.#lingering = undefined;
+      this.#wakeForHanded();
+      return;
+    }
+    // Cases are coming one after another: this one waits a moment for the next few.
+    this.#lingering ??= setTimeout(() => {
+      this.#lingering = undefined;
+      this.#wakeForHanded();
+    }, START_LINGER_MS);
   }
 
   async #release(claims: StartClaim[]): Promise<void> {
@@ -126,6 +149,11 @@ export class CaseStarter implements StartTaker {
     else this.#missed = true;
   }
 
+  /** Handed cases need no claim: with no lane asleep, the next lane to finish takes them. */
+  #wakeForHanded(): void {
+    this.#wake.shift()?.();
+  }
+
   /**
    * One lane. A lane wakes when cases are inserted; the first also polls (CDS_JOB_POLL_MS), should
    * a notification be missed, and the others stay asleep while idle: an idle starter costs one
@@ -146,6 +174,8 @@ export class CaseStarter implements StartTaker {
         continue;
       }
       if (this.#stopped) continue;
+      // Cases handed over while this batch ran: this lane takes them, waking no other for them.
+      if (this.#handed.length > 0) continue;
       if (this.#missed) {
         // Cases were inserted while this batch ran (its claim may not have seen them).
         this.#missed = false;
@@ -193,6 +223,11 @@ export class CaseStarter implements StartTaker {
 
   async #startFresh(): Promise<boolean> {
     const handed = this.#handed.splice(0, START_BATCH);
+    if (handed.length > 0 && this.#handed.length === 0) {
+      // Taken before their wait was up: nothing is left for the timer to start.
+      clearTimeout(this.#lingering);
+      this.#lingering = undefined;
+    }
     const claims =
       handed.length > 0
         ? handed
@@ -214,7 +249,7 @@ export class CaseStarter implements StartTaker {
       observe("failed");
       for (const claim of claims) await this.#startAlone(claim);
     }
-    return claims.length === START_BATCH || this.#handed.length > 0;
+    return claims.length === START_BATCH;
   }
 
   /** A case whose runs ended their process `caseCrashLimit` times fails (`case.failed`). */

@@ -19,13 +19,22 @@ import { DELIVERIES_CHANNEL } from "./delivery-queue.js";
 
 /** Deliveries one claim takes at most. */
 export const CLAIM_BATCH = 64;
+/**
+ * How long an attempt's outcome waits for others to be written with. A crash in that time makes
+ * the attempt again (at least once); at a few hundred deliveries a second it saves most of a
+ * transaction per delivery.
+ */
+const OUTCOME_LINGER_MS = 20;
 
 /**
  * The delivery worker (decision 0007): claims due deliveries from `webhook_deliveries` in batches,
  * makes their attempts on slots of its own (`CDS_WEBHOOK_CONCURRENCY`), each endpoint in its lane,
  * and writes the outcomes of the attempts that finish together in one statement. It wakes when an
- * event's transaction commits (NOTIFY), when one of its own retries comes due, when a slot frees,
- * and otherwise polls (`CDS_JOB_POLL_MS`) for the retries of other processes.
+ * event's transaction commits (NOTIFY), when one of its own retries comes due, when a slot frees
+ * while a claim may have left deliveries behind (it was full, or passed over full lanes, or a
+ * notification came meanwhile), and otherwise polls (`CDS_JOB_POLL_MS`) for the retries of other
+ * processes. A slot freed by a handed delivery claims nothing: its first attempt needed no claim,
+ * and an empty claim would cost a transaction of its own.
  *
  * While it runs, it also takes the new deliveries of its own process's transactions, as many as
  * it has free slots and their endpoints' lanes have room (delivery-handoff.ts): their first
@@ -51,6 +60,10 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
   #stopped = true;
   #wake: (() => void) | undefined;
   #woken = false;
+  /** Deliveries may be due that no claim took: a slot that frees claims again. */
+  #owed = true;
+  /** Notifications and due retries so far: one during a claim leaves the claim owing. */
+  #notices = 0;
   #loop: Promise<void> | undefined;
   #renewal: NodeJS.Timeout | undefined;
   #unlisten: (() => Promise<void>) | undefined;
@@ -69,10 +82,8 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     });
     this.#outcomes = new Batcher(
       (outcomes) => recordOutcomes(ctx.db.root, outcomes).then(() => outcomes.map(() => undefined)),
-      {
-        maxBatch: 256,
-        lanes: 1,
-      },
+      // Nobody waits on an outcome's record: it waits a moment for others (decision 0031).
+      { maxBatch: 256, lanes: 1, lingerMs: OUTCOME_LINGER_MS },
     );
   }
 
@@ -131,7 +142,7 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
   async start(): Promise<void> {
     if (!this.#stopped) return;
     this.#stopped = false;
-    this.#unlisten = await this.#ctx.db.listen(DELIVERIES_CHANNEL, () => this.#poke());
+    this.#unlisten = await this.#ctx.db.listen(DELIVERIES_CHANNEL, () => this.#notice());
     attachTaker(this.#ctx.db, this);
     this.#renewal = setInterval(() => void this.#renew(), Math.max(100, (this.#leaseSeconds * 1000) / 3));
     this.#loop = this.#run();
@@ -156,11 +167,18 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     this.#wake?.();
   }
 
+  /** Something new is due (a notification, a retry): claimed now, or once a slot frees. */
+  #notice(): void {
+    this.#notices++;
+    this.#owed = true;
+    this.#poke();
+  }
+
   /** Wakes the loop when this worker's own retry comes due. */
   #wakeIn(ms: number): void {
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
-      this.#poke();
+      this.#notice();
     }, ms + 5);
     timer.unref();
     this.#timers.add(timer);
@@ -175,6 +193,7 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
         try {
           claimed = await this.#claim(Math.min(free, CLAIM_BATCH));
         } catch (err) {
+          this.#owed = true;
           this.#ctx.log.error({ err }, "claiming webhook deliveries failed");
         }
         // A full batch: more are likely due. Woken meanwhile: something new is.
@@ -196,13 +215,18 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
 
   async #claim(limit: number): Promise<number> {
     const claimId = uuid();
+    const notices = this.#notices;
+    const full = this.#gate.full();
     // A claim takes the floor's worth of an endpoint, or a grown lane's room: fed a floor's worth
     // per claim, a lane fed by claims alone (a backlog, retries) would not keep its width busy.
     const claimed = await claimDeliveries(this.#ctx.db, claimId, limit, this.#leaseSeconds, {
-      full: this.#gate.full(),
+      full,
       wide: this.#gate.wide(),
       perEndpoint: this.#ctx.config.webhookEndpointConcurrency,
     });
+    // What it took may have had more behind it (its limit, an endpoint's room), and what it passed
+    // over or what was notified meanwhile is still due.
+    this.#owed = claimed.length > 0 || full.length > 0 || this.#notices !== notices;
     if (claimed.length === 0) return 0;
     this.#claims.set(claimId, claimed.length);
     for (const at of claimed) this.#start(claimId, at);
@@ -218,7 +242,7 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
       if (claimId === null) this.#handed.delete(at.id);
       // A slot freed, and a slot of its endpoint's lane: deliveries passed over for a full lane
       // may be claimable now (claims are one at a time, so a burst of these costs a few claims).
-      this.#poke();
+      if (this.#owed) this.#poke();
     });
   }
 
