@@ -3,7 +3,15 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import autocannon from "autocannon";
 import { startBareServer } from "../lib/bare.js";
-import { type CaseSummary, casesOf, decisionsIn, drained, submission, workPerCase } from "../lib/cases.js";
+import {
+  type CaseSummary,
+  casesOf,
+  decisionsIn,
+  drained,
+  submission,
+  timedNote,
+  workPerCase,
+} from "../lib/cases.js";
 import { cpuBetween, mapParts, medianParts, partsText, readCpu } from "../lib/cpu.js";
 import { runIfMain } from "../lib/harness.js";
 import { paced } from "../lib/load.js";
@@ -296,7 +304,7 @@ const scenario: Scenario = {
           const met =
             work.transactions <= GOALS.transactions && work.rows <= GOALS.rows && walKB <= GOALS.walKB;
           notes.push(
-            `per delivered case by table: ${work.byTable.join("; ")}`,
+            `per delivered case by table: ${work.byTable.join("; ")}${timedNote(work)}`,
             work.walInspected
               ? `WAL per delivered case: ${round(walKB)} KB of this database's records (pg_walinspect), of which ` +
                   `${round(work.fpiBytes / 1024)} KB full-page images; the server wrote ${round(work.serverWalBytes / 1024)} KB ` +

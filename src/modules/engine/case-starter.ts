@@ -31,10 +31,13 @@ const AGAIN_CHECK_MS = 1_000;
  */
 const HANDED_LIMIT = 4 * START_BATCH;
 /**
- * How long a handed case waits for others to share its transaction, when cases come closer
- * together than this (decision 0031): a case that comes alone starts at once.
+ * How long a handed case waits for others to share its transaction (decision 0031), when cases
+ * come at least twice as often as that on average (over 200 a second here): in that time two or
+ * more others come. Slower, a case starts at once.
  */
 const START_LINGER_MS = 10;
+/** The weight of the latest gap between hand-overs in their running mean. */
+const GAP_WEIGHT = 0.2;
 
 /**
  * Runs new cases (decision 0011). A starter claims up to START_BATCH `received` cases in one
@@ -62,8 +65,9 @@ export class CaseStarter implements StartTaker {
   #handed: StartClaim[] = [];
   /** Room promised to inserts still in flight. */
   #reserved = 0;
-  /** When cases were last handed over, and the timer that starts a lingering batch. */
+  /** When cases were last handed over, the running mean of the gaps, and the lingering batch's timer. */
   #lastTake = Number.NEGATIVE_INFINITY;
+  #meanGapMs = Number.POSITIVE_INFINITY;
   #lingering: NodeJS.Timeout | undefined;
 
   constructor(private readonly ctx: AppContext) {
@@ -110,8 +114,12 @@ export class CaseStarter implements StartTaker {
     }
     this.#handed.push(...claims);
     const now = performance.now();
-    const steady = now - this.#lastTake < START_LINGER_MS;
+    // The gap per case of this hand-over (an insert may carry several), counted up to a second:
+    // one quiet spell does not take long to forget.
+    const gap = Math.min(now - this.#lastTake, 1000) / claims.length;
+    this.#meanGapMs = Number.isFinite(this.#meanGapMs) ? this.#meanGapMs + GAP_WEIGHT * (gap - this.#meanGapMs) : gap;
     this.#lastTake = now;
+    const steady = this.#meanGapMs < START_LINGER_MS / 2;
     if (!steady || this.#handed.length >= START_BATCH) {
       clearTimeout(this.#lingering);
       this.#lingering = undefined;
@@ -174,8 +182,9 @@ export class CaseStarter implements StartTaker {
         continue;
       }
       if (this.#stopped) continue;
-      // Cases handed over while this batch ran: this lane takes them, waking no other for them.
-      if (this.#handed.length > 0) continue;
+      // Cases handed over while this batch ran: this lane takes them, waking no other for them,
+      // unless they are still waiting for company (the timer then wakes a lane).
+      if (this.#handed.length > 0 && this.#lingering === undefined) continue;
       if (this.#missed) {
         // Cases were inserted while this batch ran (its claim may not have seen them).
         this.#missed = false;

@@ -55,7 +55,10 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
   #reserved = 0;
   /** The same, per endpoint: they take room in its lane before they arrive. */
   readonly #reservedFor = new Map<string, number>();
-  readonly #running = new Set<Promise<void>>();
+  /** Attempts waiting for their answers, each holding a slot. */
+  readonly #running = new Set<Promise<unknown>>();
+  /** Outcomes being recorded (their attempts' slots are free). */
+  readonly #recording = new Set<Promise<void>>();
   readonly #outcomes: Batcher<Outcome, void>;
   #stopped = true;
   #wake: (() => void) | undefined;
@@ -155,7 +158,9 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     this.#poke();
     await this.#loop;
     // Attempts in flight finish and are recorded; past the timeout they are left to their leases.
+    const deadline = performance.now() + this.#stopTimeoutMs;
     await settleWithin(this.#running, this.#stopTimeoutMs);
+    await settleWithin(this.#recording, Math.max(0, deadline - performance.now()));
     clearInterval(this.#renewal);
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
@@ -233,29 +238,35 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     return claimed.length;
   }
 
-  /** Starts an attempt of a claim's (or, without one, a handed delivery's) on a slot. */
+  /**
+   * Starts an attempt of a claim's (or, without one, a handed delivery's) on a slot. The slot
+   * frees when the attempt has its answer; its outcome is recorded after that, with others.
+   */
   #start(claimId: string | null, at: AttemptContext): void {
-    const run = this.#attempt(claimId, at);
+    const started = performance.now();
+    const run = this.#attempt(at);
     this.#running.add(run);
-    void run.finally(() => {
+    void run.then((outcome) => {
       this.#running.delete(run);
-      if (claimId === null) this.#handed.delete(at.id);
+      const recording = this.#record(claimId, at, outcome, started).finally(() => {
+        this.#recording.delete(recording);
+        if (claimId === null) this.#handed.delete(at.id);
+      });
+      this.#recording.add(recording);
       // A slot freed, and a slot of its endpoint's lane: deliveries passed over for a full lane
       // may be claimable now (claims are one at a time, so a burst of these costs a few claims).
       if (this.#owed) this.#poke();
     });
   }
 
-  async #attempt(claimId: string | null, at: AttemptContext): Promise<void> {
-    const started = performance.now();
-    let outcome: Omit<Outcome, "claimDone">;
+  async #attempt(at: AttemptContext): Promise<Omit<Outcome, "claimDone">> {
     try {
-      outcome = await attemptDelivery(this.#ctx, at, () => this.#gate.enter(at.tenant_id, at.webhook_key));
+      return await attemptDelivery(this.#ctx, at, () => this.#gate.enter(at.tenant_id, at.webhook_key));
     } catch (err) {
       // Nothing was sent, or nothing is known of it: it counts as an attempt, and is retried.
       this.#ctx.log.warn({ err, deliveryId: at.id }, "webhook attempt failed before its outcome was known");
       const last = at.config !== null && at.attempt >= at.config.max_attempts;
-      outcome = {
+      return {
         tenantId: at.tenant_id,
         deliveryId: at.id,
         turn: at.turn,
@@ -267,6 +278,14 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
         failures: [],
       };
     }
+  }
+
+  async #record(
+    claimId: string | null,
+    at: AttemptContext,
+    outcome: Omit<Outcome, "claimDone">,
+    started: number,
+  ): Promise<void> {
     let claimDone: string | null = null;
     if (claimId !== null) {
       const open = (this.#claims.get(claimId) ?? 1) - 1;
