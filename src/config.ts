@@ -33,6 +33,11 @@ export interface Config {
   readonly jobLeaseSeconds: number;
   /** Upper bound on how long an idle worker sleeps between queue checks when no notification wakes it. */
   readonly jobPollMs: number;
+  /**
+   * How long a new case waits for others to share its engine transaction while cases come at
+   * least twice as often (decision 0031); 0 starts every case at once.
+   */
+  readonly startLingerMs: number;
   /** Runs of a new case that may end its process (begun, never finished) before the case is failed. */
   readonly caseCrashLimit: number;
   /** Wall-clock time one node's expressions, or one payload's input-schema validation, may take. */
@@ -275,6 +280,12 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: read(env, { name: "CDS_WORKER_CONCURRENCY", parse: integer(1, 10000) }, 32),
     jobLeaseSeconds: read(env, { name: "CDS_JOB_LEASE_SECONDS", parse: integer(1, 3600) }, 30),
     jobPollMs: read(env, { name: "CDS_JOB_POLL_MS", parse: integer(10, 60000) }, 1000),
+    // On a server a commit is a WAL flush and a round trip; in the embedded database it is neither.
+    startLingerMs: read(
+      env,
+      { name: "CDS_START_LINGER_MS", parse: integer(0, 1000) },
+      databaseUrl === undefined ? 0 : 10,
+    ),
     caseCrashLimit: read(env, { name: "CDS_CASE_CRASH_LIMIT", parse: integer(1, 100) }, 3),
     evaluationDeadlineMs: read(env, { name: "CDS_EVALUATION_DEADLINE_MS", parse: integer(10, 60000) }, 250),
     evaluationBudget: read(

@@ -35,6 +35,7 @@ describe("configuration", () => {
       workerConcurrency: 32,
       jobLeaseSeconds: 30,
       jobPollMs: 1000,
+      startLingerMs: 0,
       caseCrashLimit: 3,
       evaluationDeadlineMs: 250,
       evaluationNiceness: 0,
@@ -65,6 +66,7 @@ describe("configuration", () => {
       CDS_WORKER_CONCURRENCY: "4",
       CDS_JOB_LEASE_SECONDS: "60",
       CDS_JOB_POLL_MS: "250",
+      CDS_START_LINGER_MS: "25",
       CDS_CASE_CRASH_LIMIT: "5",
       CDS_EVALUATION_DEADLINE_MS: "100",
       CDS_EVALUATION_NICENESS: "5",
@@ -91,6 +93,7 @@ describe("configuration", () => {
       workerConcurrency: 4,
       jobLeaseSeconds: 60,
       jobPollMs: 250,
+      startLingerMs: 25,
       caseCrashLimit: 5,
       evaluationDeadlineMs: 100,
       evaluationNiceness: 5,
@@ -100,6 +103,13 @@ describe("configuration", () => {
       maxEventSkewSeconds: 0,
       uploadTtlSeconds: 600,
     });
+  });
+
+  it("lets new cases wait for company by default on PostgreSQL only (decision 0031)", () => {
+    const server = { DATABASE_URL: `${PG}/`, CDS_ADMIN_TOKEN: TOKEN, CDS_SECRET_KEY: SECRET_KEY };
+    expect(loadConfig(server).startLingerMs).toBe(10);
+    expect(loadConfig({ ...server, CDS_START_LINGER_MS: "0" }).startLingerMs).toBe(0);
+    expect(loadConfig({}).startLingerMs).toBe(0);
   });
 
   it("derives the public URL from HOST and PORT, reachable even when listening on every address", () => {
@@ -137,6 +147,7 @@ describe("configuration", () => {
       ["CDS_WORKER_CONCURRENCY", "many", /expected an integer/],
       ["CDS_JOB_LEASE_SECONDS", "0", /from 1 to 3600/],
       ["CDS_JOB_POLL_MS", "5", /from 10 to 60000/],
+      ["CDS_START_LINGER_MS", "1001", /from 0 to 1000/],
       ["CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX", "0", /from 1 to 10000/],
       ["CDS_WEBHOOK_ENDPOINT_CONCURRENCY_MAX", "lots", /expected an integer/],
       ["CDS_MAX_EVENT_SKEW_SECONDS", "86401", /from 0 to 86400/],

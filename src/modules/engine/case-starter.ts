@@ -30,12 +30,6 @@ const AGAIN_CHECK_MS = 1_000;
  * a few batches, so that each runs well within its lease. Past it, cases are left to any starter.
  */
 const HANDED_LIMIT = 4 * START_BATCH;
-/**
- * How long a handed case waits for others to share its transaction (decision 0031), when cases
- * come at least twice as often as that on average (over 200 a second here): in that time two or
- * more others come. Slower, a case starts at once.
- */
-const START_LINGER_MS = 10;
 /** The weight of the latest gap between hand-overs in their running mean. */
 const GAP_WEIGHT = 0.2;
 
@@ -70,7 +64,15 @@ export class CaseStarter implements StartTaker {
   #meanGapMs = Number.POSITIVE_INFINITY;
   #lingering: NodeJS.Timeout | undefined;
 
+  /**
+   * How long a handed case waits for others to share its transaction (decision 0031,
+   * `CDS_START_LINGER_MS`), when cases come at least twice as often as that on average (over 200
+   * a second at 10 ms): in that time two or more others come. Slower, a case starts at once.
+   */
+  readonly #lingerMs: number;
+
   constructor(private readonly ctx: AppContext) {
+    this.#lingerMs = ctx.config.startLingerMs;
     // Starters spend their time in the database; a few lanes overlap its round trips.
     this.#lanes = Math.max(1, Math.min(4, Math.ceil(ctx.config.workerConcurrency / 8)));
   }
@@ -117,9 +119,11 @@ export class CaseStarter implements StartTaker {
     // The gap per case of this hand-over (an insert may carry several), counted up to a second:
     // one quiet spell does not take long to forget.
     const gap = Math.min(now - this.#lastTake, 1000) / claims.length;
-    this.#meanGapMs = Number.isFinite(this.#meanGapMs) ? this.#meanGapMs + GAP_WEIGHT * (gap - this.#meanGapMs) : gap;
+    this.#meanGapMs = Number.isFinite(this.#meanGapMs)
+      ? this.#meanGapMs + GAP_WEIGHT * (gap - this.#meanGapMs)
+      : gap;
     this.#lastTake = now;
-    const steady = this.#meanGapMs < START_LINGER_MS / 2;
+    const steady = this.#meanGapMs < this.#lingerMs / 2;
     if (!steady || this.#handed.length >= START_BATCH) {
       clearTimeout(this.#lingering);
       this.#lingering = undefined;
@@ -130,7 +134,7 @@ export class CaseStarter implements StartTaker {
     this.#lingering ??= setTimeout(() => {
       this.#lingering = undefined;
       this.#wakeForHanded();
-    }, START_LINGER_MS);
+    }, this.#lingerMs);
   }
 
   async #release(claims: StartClaim[]): Promise<void> {

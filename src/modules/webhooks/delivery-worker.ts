@@ -31,10 +31,11 @@ const OUTCOME_LINGER_MS = 20;
  * makes their attempts on slots of its own (`CDS_WEBHOOK_CONCURRENCY`), each endpoint in its lane,
  * and writes the outcomes of the attempts that finish together in one statement. It wakes when an
  * event's transaction commits (NOTIFY), when one of its own retries comes due, when a slot frees
- * while a claim may have left deliveries behind (it was full, or passed over full lanes, or a
- * notification came meanwhile), and otherwise polls (`CDS_JOB_POLL_MS`) for the retries of other
- * processes. A slot freed by a handed delivery claims nothing: its first attempt needed no claim,
- * and an empty claim would cost a transaction of its own.
+ * while a claim may have left deliveries behind (it took some, or a notification came meanwhile),
+ * when a slot of a lane the last claim passed over (full or stalled) frees, and otherwise polls
+ * (`CDS_JOB_POLL_MS`) for the retries of other processes. Any other slot that frees claims
+ * nothing: an empty claim costs a transaction of its own, and beside a stalled endpoint it would
+ * come with every other tenant's delivery.
  *
  * While it runs, it also takes the new deliveries of its own process's transactions, as many as
  * it has free slots and their endpoints' lanes have room (delivery-handoff.ts): their first
@@ -65,6 +66,8 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
   #woken = false;
   /** Deliveries may be due that no claim took: a slot that frees claims again. */
   #owed = true;
+  /** The lanes the last claim passed over (full or stalled): a slot of theirs that frees claims again. */
+  #passedOver = new Set<string>();
   /** Notifications and due retries so far: one during a claim leaves the claim owing. */
   #notices = 0;
   #loop: Promise<void> | undefined;
@@ -231,7 +234,8 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     });
     // What it took may have had more behind it (its limit, an endpoint's room), and what it passed
     // over or what was notified meanwhile is still due.
-    this.#owed = claimed.length > 0 || full.length > 0 || this.#notices !== notices;
+    this.#owed = claimed.length > 0 || this.#notices !== notices;
+    this.#passedOver = new Set(full.map(endpointKey));
     if (claimed.length === 0) return 0;
     this.#claims.set(claimId, claimed.length);
     for (const at of claimed) this.#start(claimId, at);
@@ -255,7 +259,12 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
       this.#recording.add(recording);
       // A slot freed, and a slot of its endpoint's lane: deliveries passed over for a full lane
       // may be claimable now (claims are one at a time, so a burst of these costs a few claims).
-      if (this.#owed) this.#poke();
+      if (
+        this.#owed ||
+        this.#passedOver.has(endpointKey({ tenantId: at.tenant_id, webhookKey: at.webhook_key }))
+      ) {
+        this.#poke();
+      }
     });
   }
 
