@@ -284,7 +284,7 @@ export function loadConfig(env: Env = process.env): Config {
     startLingerMs: read(
       env,
       { name: "CDS_START_LINGER_MS", parse: integer(0, 1000) },
-      databaseUrl === undefined ? 0 : 10,
+      databaseUrl === undefined ? 0 : 5,
     ),
     caseCrashLimit: read(env, { name: "CDS_CASE_CRASH_LIMIT", parse: integer(1, 100) }, 3),
     evaluationDeadlineMs: read(env, { name: "CDS_EVALUATION_DEADLINE_MS", parse: integer(10, 60000) }, 250),

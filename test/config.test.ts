@@ -107,7 +107,7 @@ describe("configuration", () => {
 
   it("lets new cases wait for company by default on PostgreSQL only (decision 0031)", () => {
     const server = { DATABASE_URL: `${PG}/`, CDS_ADMIN_TOKEN: TOKEN, CDS_SECRET_KEY: SECRET_KEY };
-    expect(loadConfig(server).startLingerMs).toBe(10);
+    expect(loadConfig(server).startLingerMs).toBe(5);
     expect(loadConfig({ ...server, CDS_START_LINGER_MS: "0" }).startLingerMs).toBe(0);
     expect(loadConfig({}).startLingerMs).toBe(0);
   });
