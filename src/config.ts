@@ -284,7 +284,7 @@ export function loadConfig(env: Env = process.env): Config {
     startLingerMs: read(
       env,
       { name: "CDS_START_LINGER_MS", parse: integer(0, 1000) },
-      databaseUrl === undefined ? 0 : 5,
+      databaseUrl === undefined ? 0 : SERVER_START_LINGER_MS,
     ),
     caseCrashLimit: read(env, { name: "CDS_CASE_CRASH_LIMIT", parse: integer(1, 100) }, 3),
     evaluationDeadlineMs: read(env, { name: "CDS_EVALUATION_DEADLINE_MS", parse: integer(10, 60000) }, 250),
@@ -318,6 +318,9 @@ export function loadConfig(env: Env = process.env): Config {
 }
 
 /** A configuration for tests and embedding: defaults with overrides, no environment read. */
+/** `CDS_START_LINGER_MS` on PostgreSQL (decision 0031); the embedded database's is 0. */
+export const SERVER_START_LINGER_MS = 5;
+
 export function configWith(overrides: Partial<Config>): Config {
   return Object.freeze({ ...loadConfig({}), ...overrides });
 }

@@ -64,6 +64,12 @@ export const webhookAttempts = counter(
   ["outcome"],
 );
 
+export const webhookClaims = counter(
+  "cds_webhook_claims_total",
+  "Claims of due webhook deliveries by a delivery worker, by outcome: took (some deliveries) or empty",
+  ["outcome"],
+);
+
 export const providerCalls = histogram(
   "cds_provider_call_seconds",
   "Vendor calls made by verification providers (each attempt), by broker and outcome: ok, failed (5xx, timeout, unreachable; retried), rejected (4xx)",

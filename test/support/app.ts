@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { buildApp } from "../../src/app.js";
-import { type Config, configWith } from "../../src/config.js";
+import { type Config, configWith, SERVER_START_LINGER_MS } from "../../src/config.js";
 import { createAppContext } from "../../src/context.js";
 import type { App } from "../../src/platform/app-types.js";
 import type { AppContext } from "../../src/platform/context.js";
@@ -39,6 +39,8 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     secretKey: process.env.CDS_SECRET_KEY,
     logLevel: (process.env.CDS_TEST_LOG_LEVEL as Config["logLevel"]) ?? "silent",
     jobPollMs: 200,
+    // The default of the database the suite runs on (decision 0031), as `npm start` would take it.
+    startLingerMs: process.env.DATABASE_URL ? SERVER_START_LINGER_MS : 0,
     // Tests are not about speed: an evaluation on a thread (decision 0024) finishes on a loaded
     // machine; the tests of the deadline set their own.
     evaluationDeadlineMs: 10_000,

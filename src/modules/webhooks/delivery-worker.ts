@@ -3,7 +3,7 @@ import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
 import { settleWithin, type WorkerOptions } from "../../platform/jobs.js";
-import { jobRuns } from "../../platform/metrics.js";
+import { jobRuns, webhookClaims } from "../../platform/metrics.js";
 import {
   type AttemptContext,
   claimDeliveries,
@@ -236,6 +236,7 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     // over or what was notified meanwhile is still due.
     this.#owed = claimed.length > 0 || this.#notices !== notices;
     this.#passedOver = new Set(full.map(endpointKey));
+    webhookClaims.inc({ outcome: claimed.length > 0 ? "took" : "empty" });
     if (claimed.length === 0) return 0;
     this.#claims.set(claimId, claimed.length);
     for (const at of claimed) this.#start(claimId, at);
