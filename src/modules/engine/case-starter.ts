@@ -66,7 +66,7 @@ export class CaseStarter implements StartTaker {
 
   /**
    * How long a handed case waits for others to share its transaction (decision 0031,
-   * `CDS_START_LINGER_MS`), when cases come at least twice as often as that on average (over 200
+   * `CDS_START_LINGER_MS`), when cases come at least twice as often as that on average (over 400
    * a second at 5 ms): in that time two or more others come. Slower, a case starts at once.
    */
   readonly #lingerMs: number;
