@@ -5,7 +5,6 @@ import path from "node:path";
 import { verifyWebhook } from "@case-decisioning/verify-webhook";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.js";
-import { emitEvent } from "../src/modules/webhooks/events.js";
 import { sealStoredWebhookSecrets } from "../src/modules/webhooks/index.js";
 import { openSecrets } from "../src/modules/webhooks/webhook-secrets.js";
 import { SIGNING_KEY_NAME, signTarget } from "../src/platform/blobs/upload-signature.js";
@@ -19,7 +18,7 @@ import {
 import { startWorker } from "../src/worker.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { createStoredCase, createTenant } from "./support/fixtures.js";
-import { Receiver, TEST_WEBHOOK_SECRET } from "./support/receiver.js";
+import { emitDecided, Receiver, TEST_WEBHOOK_SECRET } from "./support/receiver.js";
 import { injectPut, mintSlot, openRequest } from "./support/rfi.js";
 
 const KEY_HEX = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
@@ -115,16 +114,7 @@ describe("webhook signing secrets stored before sealing", () => {
       const caseId = await createStoredCase(h.ctx, tenantId);
       const worker = await startWorker(h.ctx);
       try {
-        await h.ctx.db.transaction((tx) =>
-          emitEvent(tx, {
-            tenantId,
-            caseId,
-            type: "case.decided",
-            webhookKey: null,
-            dryRun: false,
-            payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
-          }),
-        );
+        await emitDecided(h.ctx.db, tenantId, caseId);
         const [received] = await receiver.waitFor(1, { path: "/hook" });
         if (!received) throw new Error("no delivery");
         expect(

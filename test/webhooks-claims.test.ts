@@ -1,10 +1,9 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emitEvent } from "../src/modules/webhooks/events.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
 import { sample } from "./support/metrics.js";
-import { configureWebhook, Receiver } from "./support/receiver.js";
+import { configureWebhook, emitDecided, Receiver } from "./support/receiver.js";
 
 // A file of its own: the claims counter is the process's, and no other delivery worker may claim
 // beside this one. The worker polls once a minute, so that a claim in this test is one a
@@ -52,16 +51,7 @@ describe("the delivery worker's claims (decision 0031)", () => {
     const count = 20;
     for (let i = 0; i < count; i++) {
       const caseId = await createStoredCase(h.ctx, tenantId);
-      await h.ctx.db.transaction((tx) =>
-        emitEvent(tx, {
-          tenantId,
-          caseId,
-          type: "case.decided",
-          webhookKey: null,
-          dryRun: false,
-          payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
-        }),
-      );
+      await emitDecided(h.ctx.db, tenantId, caseId);
       // One at a time: each goes to a free slot of a lane with room, so each is handed.
       await until(
         async () => receiver.received("/hook").length,

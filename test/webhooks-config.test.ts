@@ -1,6 +1,5 @@
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emitEvent } from "../src/modules/webhooks/events.js";
 import { openSecrets } from "../src/modules/webhooks/webhook-secrets.js";
 import type { AppContext } from "../src/platform/context.js";
 import { createLogger } from "../src/platform/logger.js";
@@ -8,7 +7,7 @@ import { secretBoxOf } from "../src/platform/secret-box.js";
 import { startWorker } from "../src/worker.js";
 import { buildCheckedApp, createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
-import { configureWebhook, Receiver, TEST_WEBHOOK_SECRET } from "./support/receiver.js";
+import { configureWebhook, emitDecided, Receiver, TEST_WEBHOOK_SECRET } from "./support/receiver.js";
 
 let h: TestApp;
 beforeAll(async () => {
@@ -312,16 +311,7 @@ describe("target safety with CDS_ALLOW_PRIVATE_TARGETS off", () => {
         })
         .execute();
       await strict.startWorker();
-      await strict.ctx.db.transaction((tx) =>
-        emitEvent(tx, {
-          tenantId,
-          caseId,
-          type: "case.decided",
-          webhookKey: null,
-          dryRun: false,
-          payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
-        }),
-      );
+      await emitDecided(strict.ctx.db, tenantId, caseId);
       let delivery: { status: string; attempts: Array<{ error: string }> } | undefined;
       for (let i = 0; i < 200 && delivery?.status !== "failed"; i++) {
         const res = await strict.app.inject({
@@ -359,16 +349,7 @@ describe("logs", () => {
       const tenantId = await createTenant(app);
       const caseId = await createStoredCase(ctx, tenantId);
       await configureWebhook(app, adminHeaders, tenantId, { url: receiver.url("/fails"), maxAttempts: 2 });
-      await ctx.db.transaction((tx) =>
-        emitEvent(tx, {
-          tenantId,
-          caseId,
-          type: "case.decided",
-          webhookKey: null,
-          dryRun: false,
-          payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
-        }),
-      );
+      await emitDecided(ctx.db, tenantId, caseId);
       await receiver.waitFor(2);
       for (let i = 0; i < 100 && !logged.includes("failed for good"); i++)
         await new Promise((r) => setTimeout(r, 20));

@@ -1,6 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
+import { emitEvent } from "../../src/modules/webhooks/events.js";
+import type { Db } from "../../src/platform/db/index.js";
 
 /**
  * A real local HTTP server standing in for a partner's webhook endpoint. It records every
@@ -223,4 +225,18 @@ export async function configureWebhook(
   });
   if (res.statusCode !== 200)
     throw new Error(`configuring webhook ${webhookKey} answered ${res.statusCode}: ${res.body}`);
+}
+
+/** Emits a bare `case.decided` for a case in a transaction of its own, as the engine would. */
+export function emitDecided(db: Db, tenantId: string, caseId: string): Promise<string> {
+  return db.transaction((tx) =>
+    emitEvent(tx, {
+      tenantId,
+      caseId,
+      type: "case.decided",
+      webhookKey: null,
+      dryRun: false,
+      payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
+    }),
+  );
 }
