@@ -1,5 +1,6 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { emitEvents } from "../src/modules/webhooks/events.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
 import { sample } from "./support/metrics.js";
@@ -72,5 +73,46 @@ describe("the delivery worker's claims (decision 0031)", () => {
       "the outcomes",
     );
     expect(await claims()).toEqual(before);
+  });
+
+  it("sends a burst of one endpoint's events, more than its lane's floor, without a claim", async () => {
+    const before = await claims();
+    const tenantId = await createTenant(h.app);
+    await configureWebhook(h.app, adminHeaders, tenantId, { url: receiver.url("/burst") });
+    receiver.on("/burst", { status: 204 });
+    // 40 events in one transaction, as one engine batch writes them: more than the floor (16) of
+    // the endpoint's new lane; the rest wait for its slots instead of going to the table.
+    const count = 40;
+    const caseIds: string[] = [];
+    for (let i = 0; i < count; i++) caseIds.push(await createStoredCase(h.ctx, tenantId));
+    await h.ctx.db.transaction((tx) =>
+      emitEvents(
+        tx,
+        caseIds.map((caseId) => ({
+          tenantId,
+          caseId,
+          type: "case.decided" as const,
+          webhookKey: null,
+          dryRun: false,
+          payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
+        })),
+      ),
+    );
+    const rows = await until(
+      () =>
+        h.ctx.db.root
+          .selectFrom("webhook_deliveries")
+          .select(["status", "claims"])
+          .where("tenant_id", "=", tenantId)
+          .execute(),
+      (list) => list.length === count && list.every((d) => d.status === "succeeded"),
+      "the outcomes",
+    );
+    expect(receiver.received("/burst")).toHaveLength(count);
+    // A waiter that found no slot within the lane's stall time (a very slow machine) is deferred,
+    // and its next attempt is claimed: those are the only claims this burst may cost.
+    const deferred = rows.filter((d) => d.claims > 1).length;
+    const after = await claims();
+    expect(after.took - before.took).toBeLessThanOrEqual(deferred);
   });
 });

@@ -118,6 +118,22 @@ async function growTo(gate: DeliveryGate, slots: Slot[], cap: number): Promise<v
 }
 
 describe("DeliveryGate's adaptive lanes", () => {
+  it("accepts what it would let in or let wait: a lane's room and its waiters, none while stalled", async () => {
+    let now = 0;
+    const gate = new DeliveryGate({ perEndpoint: 2, stallMs: 100, now: () => now });
+    // A lane it does not hold: the floor, and four waiters a slot.
+    expect(gate.accepts("t", "default")).toBe(10);
+    const slots = [await slotOf(gate), await slotOf(gate)];
+    expect(gate.accepts("t", "default")).toBe(8);
+    const waiting = gate.enter("t", "default");
+    expect(gate.accepts("t", "default")).toBe(7);
+    // No quick answer for longer than the stall: it takes nothing more, and its waiter is deferred.
+    now = 150;
+    expect(gate.accepts("t", "default")).toBe(0);
+    expect("deferMs" in (await waiting)).toBe(true);
+    for (const slot of slots) slot.release(150, "overloaded");
+  });
+
   it("grows a lane by one per quick success at its cap, up to the ceiling and never beyond", async () => {
     let now = 0;
     const gate = new DeliveryGate({ perEndpoint: 2, maxPerEndpoint: 5, stallMs: 100, now: () => now });

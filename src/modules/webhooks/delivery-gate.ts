@@ -128,6 +128,19 @@ export class DeliveryGate {
     return lane ? this.#room(lane, now) : this.#floor;
   }
 
+  /**
+   * Attempts an endpoint's lane would take now without deferring any: its room, and as many as
+   * may wait for its slots (none while it is stalled). A lane it does not hold is one that never
+   * answered slowly: its floor, and the waiters of the floor.
+   */
+  accepts(tenantId: string, webhookKey: string): number {
+    const now = this.#now();
+    const lane = this.#lane(laneKey(tenantId, webhookKey), now);
+    if (!lane) return this.#floor * (1 + WAITERS_PER_SLOT);
+    if (now - lane.progressAt > this.#stallMs && lane.inFlight > 0) return 0;
+    return Math.max(0, lane.cap - lane.inFlight) + Math.max(0, lane.cap * WAITERS_PER_SLOT - lane.waiters.length);
+  }
+
   inFlight(tenantId: string, webhookKey: string): number {
     return this.#lanes.get(laneKey(tenantId, webhookKey))?.inFlight ?? 0;
   }

@@ -104,12 +104,13 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
   reserve(endpoints: Endpoint[]): boolean[] {
     let free = this.#stopped ? 0 : this.#concurrency - this.#running.size - this.#reserved;
     if (free <= 0) return endpoints.map(() => false);
-    // A lane that is full or stalled takes none: its deliveries wait in the table, unwritten, as
-    // a claim passes over them; one with room takes at most what it has room for.
+    // A lane takes what it would let in or let wait for its slots, as a claimed attempt would be:
+    // a burst of one endpoint's events, more than its floor, is sent without a claim. A stalled
+    // lane takes none: its deliveries wait in the table, unwritten, as a claim passes over them.
     return endpoints.map((e) => {
       const key = endpointKey(e);
       const held = this.#reservedFor.get(key) ?? 0;
-      if (free <= 0 || this.#gate.room(e.tenantId, e.webhookKey) - held <= 0) return false;
+      if (free <= 0 || this.#gate.accepts(e.tenantId, e.webhookKey) - held <= 0) return false;
       this.#reservedFor.set(key, held + 1);
       this.#reserved++;
       free--;
