@@ -81,10 +81,13 @@ describe("the delivery worker's claims (decision 0031)", () => {
     await configureWebhook(h.app, adminHeaders, tenantId, { url: receiver.url("/burst") });
     receiver.on("/burst", { status: 204 });
     // 40 events in one transaction, as one engine batch writes them: more than the floor (16) of
-    // the endpoint's new lane; the rest wait for its slots instead of going to the table.
+    // the endpoint's lane. A lane that answered quickly a moment ago lets the rest wait for its
+    // slots instead of going to the table for a claim.
     const count = 40;
     const caseIds: string[] = [];
     for (let i = 0; i < count; i++) caseIds.push(await createStoredCase(h.ctx, tenantId));
+    await emitDecided(h.ctx.db, tenantId, await createStoredCase(h.ctx, tenantId));
+    await until(async () => receiver.received("/burst").length, (n) => n === 1, "the first delivery");
     await h.ctx.db.transaction((tx) =>
       emitEvents(
         tx,
@@ -105,10 +108,10 @@ describe("the delivery worker's claims (decision 0031)", () => {
           .select(["status", "claims"])
           .where("tenant_id", "=", tenantId)
           .execute(),
-      (list) => list.length === count && list.every((d) => d.status === "succeeded"),
+      (list) => list.length === count + 1 && list.every((d) => d.status === "succeeded"),
       "the outcomes",
     );
-    expect(receiver.received("/burst")).toHaveLength(count);
+    expect(receiver.received("/burst")).toHaveLength(count + 1);
     // A waiter that found no slot within the lane's stall time (a very slow machine) is deferred,
     // and its next attempt is claimed: those are the only claims this burst may cost.
     const deferred = rows.filter((d) => d.claims > 1).length;

@@ -118,20 +118,30 @@ async function growTo(gate: DeliveryGate, slots: Slot[], cap: number): Promise<v
 }
 
 describe("DeliveryGate's adaptive lanes", () => {
-  it("accepts what it would let in or let wait: a lane's room and its waiters, none while stalled", async () => {
+  it("accepts what it would let in or let wait: a quick lane's room and waiters, a slow one's room, none while stalled", async () => {
     let now = 0;
-    const gate = new DeliveryGate({ perEndpoint: 2, stallMs: 100, now: () => now });
-    // A lane it does not hold: the floor, and four waiters a slot.
-    expect(gate.accepts("t", "default")).toBe(10);
+    const gate = new DeliveryGate({ perEndpoint: 2, stallMs: 300, now: () => now });
+    // An endpoint without a lane: its floor, as a claim would take.
+    expect(gate.accepts("t", "default")).toBe(2);
     const slots = [await slotOf(gate), await slotOf(gate)];
+    // Full but quick (the first guess of its latency is): four waiters a slot.
     expect(gate.accepts("t", "default")).toBe(8);
     const waiting = gate.enter("t", "default");
     expect(gate.accepts("t", "default")).toBe(7);
     // No quick answer for longer than the stall: it takes nothing more, and its waiter is deferred.
-    now = 150;
+    now = 400;
     expect(gate.accepts("t", "default")).toBe(0);
     expect("deferMs" in (await waiting)).toBe(true);
-    for (const slot of slots) slot.release(150, "overloaded");
+    // Answers that took a second: a slow lane, remembered, that takes its room and no waiters.
+    for (const slot of slots) slot.release(1000, "ok");
+    expect(gate.cap("t", "default")).toBe(2);
+    expect(gate.accepts("t", "default")).toBe(2);
+    // A quick lane back at its floor is kept for a moment, then forgotten.
+    const quick = await slotOf(gate, "q");
+    quick.release(5, "ok");
+    expect(gate.accepts("q", "default")).toBe(2 + 8);
+    now += 1000;
+    expect(gate.accepts("q", "default")).toBe(2);
   });
 
   it("grows a lane by one per quick success at its cap, up to the ceiling and never beyond", async () => {

@@ -66,6 +66,8 @@ interface Lane {
   progressAt: number;
   /** While nothing is in flight: since when its cap has not been halved for being idle. */
   idleSince: number;
+  /** When its last attempt in flight ended. */
+  emptiedAt: number;
 }
 
 export class DeliveryGate {
@@ -129,16 +131,18 @@ export class DeliveryGate {
   }
 
   /**
-   * Attempts an endpoint's lane would take now without deferring any: its room, and as many as
-   * may wait for its slots (none while it is stalled). A lane it does not hold is one that never
-   * answered slowly: its floor, and the waiters of the floor.
+   * Attempts an endpoint's lane would take now without deferring any. A lane that answers quickly
+   * takes its room and as many as may wait for its slots; a slow one its room only; a stalled one
+   * none; an endpoint without a lane here (new, or quiet for a while) its floor, as a claim would.
    */
   accepts(tenantId: string, webhookKey: string): number {
     const now = this.#now();
     const lane = this.#lane(laneKey(tenantId, webhookKey), now);
-    if (!lane) return this.#floor * (1 + WAITERS_PER_SLOT);
-    if (now - lane.progressAt > this.#stallMs && lane.inFlight > 0) return 0;
-    return Math.max(0, lane.cap - lane.inFlight) + Math.max(0, lane.cap * WAITERS_PER_SLOT - lane.waiters.length);
+    if (!lane) return this.#floor;
+    const room = this.#room(lane, now);
+    if (room === 0 && lane.inFlight > 0 && now - lane.progressAt > this.#stallMs) return 0;
+    const quick = lane.latencyMs < this.#stallMs;
+    return room + (quick ? Math.max(0, lane.cap * WAITERS_PER_SLOT - lane.waiters.length) : 0);
   }
 
   inFlight(tenantId: string, webhookKey: string): number {
@@ -163,6 +167,7 @@ export class DeliveryGate {
         latencyMs: INITIAL_LATENCY_MS,
         progressAt: now,
         idleSince: now,
+        emptiedAt: now,
       };
       this.#lanes.set(key, lane);
     }
@@ -205,7 +210,12 @@ export class DeliveryGate {
       lane.cap = Math.max(this.#floor, Math.floor(lane.cap / 2 ** halvings));
       lane.idleSince += halvings * IDLE_HALVING_MS;
     }
-    if (lane.cap > this.#floor || lane.latencyMs >= this.#stallMs) return lane;
+    // A quick lane back at its floor is kept for a moment too: a steady flow of a few at a time
+    // often leaves it empty between two of them, and what it knows (that it answers quickly) lets
+    // the next burst wait for its slots (`accepts`).
+    if (lane.cap > this.#floor || lane.latencyMs >= this.#stallMs || now - lane.emptiedAt < IDLE_HALVING_MS) {
+      return lane;
+    }
     this.#lanes.delete(key);
     return undefined;
   }
@@ -264,6 +274,7 @@ export class DeliveryGate {
         }
         if (lane.inFlight > 0) return;
         lane.idleSince = now;
+        lane.emptiedAt = now;
         this.#current(key, lane, now);
       },
     };
