@@ -87,7 +87,11 @@ describe("the delivery worker's claims (decision 0031)", () => {
     const caseIds: string[] = [];
     for (let i = 0; i < count; i++) caseIds.push(await createStoredCase(h.ctx, tenantId));
     await emitDecided(h.ctx.db, tenantId, await createStoredCase(h.ctx, tenantId));
-    await until(async () => receiver.received("/burst").length, (n) => n === 1, "the first delivery");
+    await until(
+      async () => receiver.received("/burst").length,
+      (n) => n === 1,
+      "the first delivery",
+    );
     await h.ctx.db.transaction((tx) =>
       emitEvents(
         tx,

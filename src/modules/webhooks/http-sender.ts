@@ -1,13 +1,14 @@
-import http from "node:http";
-import https from "node:https";
+import type { IncomingHttpHeaders } from "node:http";
 import net from "node:net";
 import { performance } from "node:perf_hooks";
+import { Agent, request as undiciRequest } from "undici";
 import { BlockedTargetError, guardedLookup, hostOf, isPrivateAddress } from "./target-safety.js";
 
 /**
- * One webhook attempt over Node's own HTTP client: a POST of exactly the given bytes, with one
- * deadline over the whole exchange (lookup, connect, TLS, request, the complete response).
- * Redirects are never followed. Connections are kept alive and reused per origin.
+ * One webhook attempt over undici, Node's own HTTP/1.1 client library (`node:http`'s client took
+ * twice its CPU per attempt): a POST of exactly the given bytes, with one deadline over the whole
+ * exchange (lookup, connect, TLS, request, the complete response). Redirects are never followed.
+ * Connections are kept alive and reused per origin.
  */
 export interface SendRequest {
   url: URL;
@@ -35,8 +36,15 @@ export const RESPONSE_EXCERPT_BYTES = 2048;
 /** An answer longer than this is not read to the end: the connection is closed instead. */
 const MAX_READ_BYTES = 64 * 1024;
 
-const agentOptions = { keepAlive: true, maxFreeSockets: 256, timeout: 15_000, scheduling: "lifo" as const };
-const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
+/**
+ * One connection pool per origin, kept alive, in two agents: one whose connections resolve names
+ * through the target check (a name that answers with a private address is refused at connect,
+ * DNS rebinding included), and one for a service allowed to call private targets.
+ */
+const agents = {
+  guarded: new Agent({ connect: { lookup: guardedLookup(false) as never }, keepAliveTimeout: 15_000 }),
+  open: new Agent({ connect: { lookup: guardedLookup(true) as never }, keepAliveTimeout: 15_000 }),
+};
 
 class DeadlineExceeded extends Error {
   constructor(timeoutMs: number) {
@@ -47,7 +55,7 @@ class DeadlineExceeded extends Error {
 
 interface Answer {
   statusCode: number;
-  headers: http.IncomingHttpHeaders;
+  headers: IncomingHttpHeaders;
   excerpt: Buffer;
 }
 
@@ -76,6 +84,10 @@ function explain(err: unknown, host: string): string {
       return `DNS lookup of ${host} failed (${e.code})`;
     case "ECONNRESET":
       return `connection reset by ${host}`;
+    case "UND_ERR_SOCKET":
+      return `connection closed by ${host} before a complete answer`;
+    case "UND_ERR_CONNECT_TIMEOUT":
+      return `connecting to ${host} timed out`;
     case "EHOSTUNREACH":
     case "ENETUNREACH":
       return `${host} is unreachable (${e.code})`;
@@ -85,66 +97,40 @@ function explain(err: unknown, host: string): string {
   }
 }
 
-function exchange(request: SendRequest, signal: AbortSignal): Promise<Answer & { reusedSocket: boolean }> {
+/** Codes of a connection the receiver closed under the request before any answer. */
+const CLOSED_UNDER_US = new Set(["ECONNRESET", "UND_ERR_SOCKET", "EPIPE"]);
+
+async function exchange(request: SendRequest, signal: AbortSignal): Promise<Answer> {
   const { url } = request;
-  const transport = url.protocol === "https:" ? https : http;
-  return new Promise((resolve, reject) => {
-    // A literal address is connected to without any lookup, so it is checked here instead.
-    const host = hostOf(url);
-    if (!request.allowPrivateTargets && net.isIP(host) && isPrivateAddress(host)) {
-      reject(new BlockedTargetError(host, host));
-      return;
-    }
-    let reusedSocket = false;
-    const req = transport.request(
-      url,
-      {
-        method: "POST",
-        agent: url.protocol === "https:" ? agents.https : agents.http,
-        headers: { ...request.headers, "content-length": String(request.body.length) },
-        lookup: guardedLookup(request.allowPrivateTargets) as never,
-        signal,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let read = 0;
-        res.on("data", (chunk: Buffer) => {
-          if (read < RESPONSE_EXCERPT_BYTES) chunks.push(chunk);
-          read += chunk.length;
-          if (read > MAX_READ_BYTES) {
-            // Enough of it: the status decides, and this connection is not worth keeping.
-            res.destroy();
-            finish();
-          }
-        });
-        let done = false;
-        const finish = () => {
-          if (done) return;
-          done = true;
-          resolve({
-            statusCode: res.statusCode ?? 0,
-            headers: res.headers,
-            excerpt: Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES),
-            reusedSocket,
-          });
-        };
-        res.on("end", finish);
-        res.on("error", (err) => {
-          if (!done) reject(signal.aborted ? signal.reason : err);
-        });
-      },
-    );
-    // Whatever stage the exchange is in, the deadline ends it.
-    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-    req.on("socket", () => {
-      reusedSocket = req.reusedSocket;
-    });
-    req.on("error", (err) => {
-      (err as { reusedSocket?: boolean }).reusedSocket = reusedSocket;
-      reject(signal.aborted ? signal.reason : err);
-    });
-    req.end(request.body);
+  // A literal address is connected to without any lookup, so it is checked here instead.
+  const host = hostOf(url);
+  if (!request.allowPrivateTargets && net.isIP(host) && isPrivateAddress(host)) {
+    throw new BlockedTargetError(host, host);
+  }
+  const res = await undiciRequest(url, {
+    method: "POST",
+    dispatcher: request.allowPrivateTargets ? agents.open : agents.guarded,
+    headers: request.headers,
+    body: request.body,
+    signal,
   });
+  const chunks: Buffer[] = [];
+  let read = 0;
+  try {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      if (read < RESPONSE_EXCERPT_BYTES) chunks.push(chunk);
+      read += chunk.length;
+      // Enough of it: the status decides, and this connection is not worth keeping.
+      if (read > MAX_READ_BYTES) break;
+    }
+  } finally {
+    if (read > MAX_READ_BYTES) res.body.destroy();
+  }
+  return {
+    statusCode: res.statusCode,
+    headers: res.headers as IncomingHttpHeaders,
+    excerpt: Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES),
+  };
 }
 
 export async function sendWebhook(request: SendRequest): Promise<SendOutcome> {
@@ -160,10 +146,10 @@ export async function sendWebhook(request: SendRequest): Promise<SendOutcome> {
     try {
       answer = await exchange(request, controller.signal);
     } catch (err) {
-      // A kept-alive connection the receiver closed just as it was reused fails before the
-      // request was read; that is not the receiver's answer, so try once on a fresh connection.
-      const e = err as NodeJS.ErrnoException & { reusedSocket?: boolean };
-      if (!e.reusedSocket || e.code !== "ECONNRESET" || controller.signal.aborted) throw err;
+      // A kept-alive connection the receiver closed just as it was reused fails before any answer;
+      // that is not the receiver's answer, so try once more (on a fresh connection).
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === undefined || !CLOSED_UNDER_US.has(code) || controller.signal.aborted) throw err;
       answer = await exchange(request, controller.signal);
     }
     const ok = answer.statusCode >= 200 && answer.statusCode < 300;
