@@ -1,4 +1,4 @@
-import { sql } from "kysely";
+import { type RawBuilder, sql } from "kysely";
 import { type Db, type Executor, findRow, findRows, type Row } from "../../platform/db/index.js";
 import { notifyDeliveries } from "./delivery-queue.js";
 import type { WebhookConfigRow } from "./webhook-configs.repo.js";
@@ -282,6 +282,22 @@ export interface DeliveryFilter {
   beforeSeq?: number;
 }
 
+const STATUS_LITERALS: Record<DeliveryStatus, RawBuilder<DeliveryStatus>> = {
+  pending: sql.lit("pending"),
+  succeeded: sql.lit("succeeded"),
+  failed: sql.lit("failed"),
+};
+
+/**
+ * A status written into the statement, not bound: a plan made for any status could not use the
+ * index of the deliveries not succeeded (`webhook_deliveries_tenant_unsettled`, migration 0024).
+ */
+function statusLiteral(status: DeliveryStatus): RawBuilder<DeliveryStatus> {
+  const literal = STATUS_LITERALS[status];
+  if (!literal) throw new Error(`unknown delivery status ${JSON.stringify(status)}`);
+  return literal;
+}
+
 /** A tenant's deliveries, newest first. */
 export function listDeliveries(
   db: Executor,
@@ -290,7 +306,7 @@ export function listDeliveries(
   limit: number,
 ): Promise<DeliveryRow[]> {
   let query = db.selectFrom("webhook_deliveries").selectAll().where("tenant_id", "=", tenantId);
-  if (filter.status) query = query.where("status", "=", filter.status);
+  if (filter.status) query = query.where("status", "=", statusLiteral(filter.status));
   if (filter.eventType) query = query.where("event_type", "=", filter.eventType);
   if (filter.caseId) query = query.where("case_id", "=", filter.caseId);
   if (filter.webhookKey) query = query.where("webhook_key", "=", filter.webhookKey);
@@ -333,7 +349,7 @@ export function lockFailedDeliveries(
     .selectFrom("webhook_deliveries")
     .selectAll()
     .where("tenant_id", "=", tenantId)
-    .where("status", "=", "failed")
+    .where("status", "=", statusLiteral("failed"))
     .where("superseded_by", "is", null)
     .where("created_at", ">=", filter.since);
   if (filter.until) query = query.where("created_at", "<", filter.until);
