@@ -122,4 +122,80 @@ describe("the delivery worker's claims (decision 0031)", () => {
     const after = await claims();
     expect(after.took - before.took).toBeLessThanOrEqual(deferred);
   });
+
+  // The embedded database is one process's: its worker is the only one, and wakes nobody else.
+  it.skipIf(Boolean(process.env.DATABASE_URL))(
+    "on the embedded database, a full lane's new deliveries wake no claim; they are claimed when it has room",
+    async () => {
+      const before = await claims();
+      const tenantId = await createTenant(h.app);
+      await configureWebhook(h.app, adminHeaders, tenantId, { url: receiver.url("/held") });
+      let release = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      receiver.on("/held", () => released.then(() => ({ status: 204 })));
+      // 46 events in one transaction: the lane's floor (16) is handed over and held by the
+      // receiver; the other 30 are left in the table for this worker to claim when the lane has room.
+      const count = 46;
+      const caseIds: string[] = [];
+      for (let i = 0; i < count; i++) caseIds.push(await createStoredCase(h.ctx, tenantId));
+      await h.ctx.db.transaction((tx) =>
+        emitEvents(
+          tx,
+          caseIds.map((caseId) => ({
+            tenantId,
+            caseId,
+            type: "case.decided" as const,
+            webhookKey: null,
+            dryRun: false,
+            payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
+          })),
+        ),
+      );
+      await receiver.waitUntil(() => receiver.open("/held") === 16, { what: "16 held attempts" });
+
+      // A redelivery (inserted for any worker's claim, with a wake-up) of another tenant's event:
+      // once it arrives, every claim a wake-up before it asked for has been made.
+      const other = await createTenant(h.app);
+      await configureWebhook(h.app, adminHeaders, other, { url: receiver.url("/other") });
+      receiver.on("/other", { status: 204 });
+      await emitDecided(h.ctx.db, other, await createStoredCase(h.ctx, other));
+      await receiver.waitFor(1, { path: "/other" });
+      const [first] = await until(
+        async () => {
+          const res = await h.app.inject({
+            url: `/admin/tenants/${other}/webhook-deliveries`,
+            headers: adminHeaders,
+          });
+          return res.json().deliveries as Array<{ deliveryId: string; status: string }>;
+        },
+        (list) => list[0]?.status === "succeeded",
+        "the other tenant's delivery",
+      );
+      const redelivered = await h.app.inject({
+        method: "POST",
+        url: `/admin/webhook-deliveries/${first?.deliveryId}/redeliver`,
+        headers: adminHeaders,
+      });
+      expect(redelivered.statusCode).toBe(202);
+      await receiver.waitFor(2, { path: "/other" });
+      // Only the redelivery's claim: none for the held lane's deliveries, which it would pass over.
+      const meanwhile = await claims();
+      expect(meanwhile.empty).toBe(before.empty);
+
+      release();
+      await until(
+        () =>
+          h.ctx.db.root
+            .selectFrom("webhook_deliveries")
+            .select("status")
+            .where("tenant_id", "=", tenantId)
+            .execute(),
+        (list) => list.length === count && list.every((d) => d.status === "succeeded"),
+        "the held lane's deliveries",
+      );
+      expect(receiver.received("/held")).toHaveLength(count);
+    },
+  );
 });

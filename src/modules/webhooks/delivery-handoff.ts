@@ -12,17 +12,25 @@ export interface Endpoint {
   webhookKey: string;
 }
 
+/**
+ * What the worker says of a delivery about to be inserted: it takes it (a slot is reserved);
+ * it will claim it itself once its endpoint's lane has room (`later`: the worker is the only one
+ * on its database, so no other needs waking for it); or it leaves it to any worker's claim.
+ */
+export type Reservation = "take" | "later" | "claim";
+
 /** The worker's side: which new deliveries it takes, and the taken ones once committed. */
 export interface DeliveryTaker {
   /** How long a handed attempt's lease runs before the worker renews it. */
   readonly leaseSeconds: number;
-  /** Which of the deliveries about to be inserted it takes (reserving a slot for each). */
-  reserve(endpoints: Endpoint[]): boolean[];
+  /** What it does with each of the deliveries about to be inserted (reserving a slot for each it takes). */
+  reserve(endpoints: Endpoint[]): Reservation[];
   /**
    * The deliveries inserted leased to it, once committed (none if the transaction rolled back),
-   * and the endpoints of every reservation made for them (`reserve`'s true ones), now settled.
+   * the endpoints of every reservation made for them (`reserve`'s `take`), now settled, and the
+   * endpoints of the committed deliveries it said it would claim `later`.
    */
-  take(handed: AttemptContext[], reserved: Endpoint[]): void;
+  take(handed: AttemptContext[], reserved: Endpoint[], later: Endpoint[]): void;
 }
 
 const takers = new WeakMap<Db, DeliveryTaker>();

@@ -14,7 +14,13 @@ import {
 } from "./deliveries.repo.js";
 import { attemptDelivery, backoffMs } from "./delivery-attempt.js";
 import { DeliveryGate } from "./delivery-gate.js";
-import { attachTaker, type DeliveryTaker, detachTaker, type Endpoint } from "./delivery-handoff.js";
+import {
+  attachTaker,
+  type DeliveryTaker,
+  detachTaker,
+  type Endpoint,
+  type Reservation,
+} from "./delivery-handoff.js";
 import { DELIVERIES_CHANNEL } from "./delivery-queue.js";
 
 /** Deliveries one claim takes at most. */
@@ -44,6 +50,8 @@ const OUTCOME_LINGER_MS = 20;
 export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
   readonly #ctx: AppContext;
   readonly #concurrency: number;
+  /** The only worker on its database (the embedded one is a single process's). */
+  readonly #sole: boolean;
   readonly #leaseSeconds: number;
   readonly #pollMs: number;
   readonly #stopTimeoutMs: number;
@@ -78,6 +86,7 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
   constructor(ctx: AppContext, options: WorkerOptions) {
     this.#ctx = ctx;
     this.#concurrency = ctx.config.webhookConcurrency;
+    this.#sole = ctx.db.kind === "pglite";
     this.#leaseSeconds = options.leaseSeconds;
     this.#pollMs = options.pollMs;
     this.#stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
@@ -101,24 +110,27 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     return this.#leaseSeconds;
   }
 
-  reserve(endpoints: Endpoint[]): boolean[] {
+  reserve(endpoints: Endpoint[]): Reservation[] {
     let free = this.#stopped ? 0 : this.#concurrency - this.#running.size - this.#reserved;
-    if (free <= 0) return endpoints.map(() => false);
+    if (free <= 0) return endpoints.map(() => "claim");
     // A lane takes what it would let in or let wait for its slots, as a claimed attempt would be:
     // a burst of one endpoint's events, more than its floor, is sent without a claim. A stalled
     // lane takes none: its deliveries wait in the table, unwritten, as a claim passes over them.
+    // The only worker on its database claims those itself when the lane has room: nobody else
+    // is woken for them, and this worker's own claim would pass over them.
     return endpoints.map((e) => {
       const key = endpointKey(e);
       const held = this.#reservedFor.get(key) ?? 0;
-      if (free <= 0 || this.#gate.accepts(e.tenantId, e.webhookKey) - held <= 0) return false;
+      if (free <= 0) return "claim";
+      if (this.#gate.accepts(e.tenantId, e.webhookKey) - held <= 0) return this.#sole ? "later" : "claim";
       this.#reservedFor.set(key, held + 1);
       this.#reserved++;
       free--;
-      return true;
+      return "take";
     });
   }
 
-  take(handed: AttemptContext[], reserved: Endpoint[]): void {
+  take(handed: AttemptContext[], reserved: Endpoint[], later: Endpoint[]): void {
     this.#reserved -= reserved.length;
     for (const e of reserved) {
       const key = endpointKey(e);
@@ -126,8 +138,7 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
       if (held > 0) this.#reservedFor.set(key, held);
       else this.#reservedFor.delete(key);
     }
-    if (handed.length === 0) return;
-    if (this.#stopped) {
+    if (handed.length > 0 && this.#stopped) {
       // Stopped meanwhile: given back to any worker's claim, no attempt counted.
       giveBackHanded(
         this.#ctx.db.root,
@@ -138,11 +149,17 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
           "giving back handed webhook deliveries failed; their leases will run out",
         ),
       );
-      return;
+    } else {
+      for (const at of handed) {
+        this.#handed.add(at.id);
+        this.#start(null, at);
+      }
     }
-    for (const at of handed) {
-      this.#handed.add(at.id);
-      this.#start(null, at);
+    // Those it said it would claim are in the table now: claimed at once if their lane has room
+    // (a claim takes a lane's room, not its waiters), else when a slot of their lane frees.
+    for (const e of later) {
+      if (this.#gate.room(e.tenantId, e.webhookKey) > 0) this.#notice();
+      else this.#passedOver.add(endpointKey(e));
     }
   }
 

@@ -90,13 +90,17 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
   const taker = open && takerOf(open.db);
   const hand =
     taker?.reserve(delivered.map((r) => ({ tenantId: r.event.tenantId, webhookKey: r.webhookKey }))) ?? [];
-  const reserved = delivered.flatMap((r, i) =>
-    hand[i] === true ? [{ tenantId: r.event.tenantId, webhookKey: r.webhookKey }] : [],
-  );
+  const endpointsWhere = (reservation: string) =>
+    delivered.flatMap((r, i) =>
+      hand[i] === reservation ? [{ tenantId: r.event.tenantId, webhookKey: r.webhookKey }] : [],
+    );
+  const reserved = endpointsWhere("take");
+  const later = endpointsWhere("later");
+  // A delivery nobody took wakes the workers (NOTIFY), unless the only worker said it would claim it.
   const deliveryValues = sql.join(
     delivered.map(
       (r, i) =>
-        sql`(${r.deliveryId}::uuid, ${r.event.tenantId}::uuid, ${r.id}::uuid, ${r.event.caseId}::uuid, ${r.event.type}, ${r.webhookKey}, ${r.webhookId}::uuid, ${r.body}, ${hand[i] === true}::bool)`,
+        sql`(${r.deliveryId}::uuid, ${r.event.tenantId}::uuid, ${r.id}::uuid, ${r.event.caseId}::uuid, ${r.event.type}, ${r.webhookKey}, ${r.webhookId}::uuid, ${r.body}, ${hand[i] === "take"}::bool, ${hand[i] !== "take" && hand[i] !== "later"}::bool)`,
     ),
   );
   let result: { rows: Array<Record<string, unknown>> };
@@ -109,7 +113,7 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
       routed AS (
         SELECT d.*, c.url, c.secrets, c.secrets_sealed, c.active_secret_id, c.max_attempts, c.timeout_ms,
                c.url IS NOT NULL AS configured
-        FROM (VALUES ${deliveryValues}) AS d (id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body, hand)
+        FROM (VALUES ${deliveryValues}) AS d (id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body, hand, wake)
         LEFT JOIN webhook_configs c ON c.tenant_id = d.tenant_id AND c.webhook_key = d.webhook_key
       ),
       delivery AS (
@@ -127,17 +131,17 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
       ),
       woken AS (
         SELECT count(*) FROM (
-          SELECT ${notifyDeliveries} WHERE EXISTS (SELECT 1 FROM routed WHERE configured AND NOT hand)
+          SELECT ${notifyDeliveries} WHERE EXISTS (SELECT 1 FROM routed WHERE configured AND wake)
         ) n
       )
       SELECT h.id, h.tenant_id, h.webhook_key, h.body, h.url, h.secrets, h.secrets_sealed, h.active_secret_id,
              h.max_attempts, h.timeout_ms
       FROM woken LEFT JOIN routed h ON h.configured AND h.hand`.execute(tx);
   } catch (err) {
-    if (reserved.length > 0) taker?.take([], reserved);
+    if (reserved.length > 0) taker?.take([], reserved, []);
     throw err;
   }
-  if (open && taker && reserved.length > 0) {
+  if (open && taker && reserved.length + later.length > 0) {
     const handed = result.rows
       .filter((row) => row.id !== null)
       .map((row) =>
@@ -149,7 +153,7 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
           config: configOf(row),
         }),
       );
-    open.onEnd((committed) => taker.take(committed ? handed : [], reserved));
+    open.onEnd((committed) => taker.take(committed ? handed : [], reserved, committed ? later : []));
   }
   return rows.map((r) => r.id);
 }
