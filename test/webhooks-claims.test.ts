@@ -1,10 +1,9 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emitEvents } from "../src/modules/webhooks/events.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createStoredCase, createTenant } from "./support/fixtures.js";
 import { sample } from "./support/metrics.js";
-import { configureWebhook, emitDecided, Receiver } from "./support/receiver.js";
+import { configureWebhook, emitDecided, emitDecidedAll, Receiver } from "./support/receiver.js";
 
 // A file of its own: the claims counter is the process's, and no other delivery worker may claim
 // beside this one. The worker polls once a minute, so that a claim in this test is one a
@@ -92,19 +91,7 @@ describe("the delivery worker's claims (decision 0031)", () => {
       (n) => n === 1,
       "the first delivery",
     );
-    await h.ctx.db.transaction((tx) =>
-      emitEvents(
-        tx,
-        caseIds.map((caseId) => ({
-          tenantId,
-          caseId,
-          type: "case.decided" as const,
-          webhookKey: null,
-          dryRun: false,
-          payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
-        })),
-      ),
-    );
+    await emitDecidedAll(h.ctx.db, tenantId, caseIds);
     const rows = await until(
       () =>
         h.ctx.db.root
@@ -140,19 +127,7 @@ describe("the delivery worker's claims (decision 0031)", () => {
       const count = 46;
       const caseIds: string[] = [];
       for (let i = 0; i < count; i++) caseIds.push(await createStoredCase(h.ctx, tenantId));
-      await h.ctx.db.transaction((tx) =>
-        emitEvents(
-          tx,
-          caseIds.map((caseId) => ({
-            tenantId,
-            caseId,
-            type: "case.decided" as const,
-            webhookKey: null,
-            dryRun: false,
-            payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
-          })),
-        ),
-      );
+      await emitDecidedAll(h.ctx.db, tenantId, caseIds);
       await receiver.waitUntil(() => receiver.open("/held") === 16, { what: "16 held attempts" });
 
       // A redelivery (inserted for any worker's claim, with a wake-up) of another tenant's event:

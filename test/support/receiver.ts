@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
-import { emitEvent } from "../../src/modules/webhooks/events.js";
+import { emitEvents } from "../../src/modules/webhooks/events.js";
 import type { Db } from "../../src/platform/db/index.js";
 
 /**
@@ -228,15 +228,24 @@ export async function configureWebhook(
 }
 
 /** Emits a bare `case.decided` for a case in a transaction of its own, as the engine would. */
-export function emitDecided(db: Db, tenantId: string, caseId: string): Promise<string> {
+export async function emitDecided(db: Db, tenantId: string, caseId: string): Promise<string> {
+  const [eventId] = await emitDecidedAll(db, tenantId, [caseId]);
+  return eventId as string;
+}
+
+/** The same for several cases, in one transaction and one statement, as an engine batch writes them. */
+export function emitDecidedAll(db: Db, tenantId: string, caseIds: string[]): Promise<string[]> {
   return db.transaction((tx) =>
-    emitEvent(tx, {
-      tenantId,
-      caseId,
-      type: "case.decided",
-      webhookKey: null,
-      dryRun: false,
-      payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
-    }),
+    emitEvents(
+      tx,
+      caseIds.map((caseId) => ({
+        tenantId,
+        caseId,
+        type: "case.decided" as const,
+        webhookKey: null,
+        dryRun: false,
+        payload: { event_type: "case.decided", case_id: caseId, tenant_id: tenantId },
+      })),
+    ),
   );
 }

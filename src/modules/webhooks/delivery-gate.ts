@@ -94,8 +94,7 @@ export class DeliveryGate {
    */
   full(): Array<{ tenantId: string; webhookKey: string }> {
     return this.#endpoints((lane, now) => {
-      const stalled = lane.inFlight > 0 && now - lane.progressAt > this.#stallMs;
-      return lane.inFlight >= lane.cap || stalled ? {} : undefined;
+      return lane.inFlight >= lane.cap || this.#stalled(lane, now) ? {} : undefined;
     });
   }
 
@@ -139,10 +138,11 @@ export class DeliveryGate {
     const now = this.#now();
     const lane = this.#lane(laneKey(tenantId, webhookKey), now);
     if (!lane) return this.#floor;
-    const room = this.#room(lane, now);
-    if (room === 0 && lane.inFlight > 0 && now - lane.progressAt > this.#stallMs) return 0;
+    if (this.#stalled(lane, now)) return 0;
     const quick = lane.latencyMs < this.#stallMs;
-    return room + (quick ? Math.max(0, lane.cap * WAITERS_PER_SLOT - lane.waiters.length) : 0);
+    return (
+      this.#room(lane, now) + (quick ? Math.max(0, lane.cap * WAITERS_PER_SLOT - lane.waiters.length) : 0)
+    );
   }
 
   inFlight(tenantId: string, webhookKey: string): number {
@@ -184,8 +184,12 @@ export class DeliveryGate {
   }
 
   #room(lane: Lane, now: number): number {
-    const stalled = lane.inFlight > 0 && now - lane.progressAt > this.#stallMs;
-    return stalled ? 0 : Math.max(0, lane.cap - lane.inFlight);
+    return this.#stalled(lane, now) ? 0 : Math.max(0, lane.cap - lane.inFlight);
+  }
+
+  /** Attempts in flight, and no quick answer for longer than the stall time. */
+  #stalled(lane: Lane, now: number): boolean {
+    return lane.inFlight > 0 && now - lane.progressAt > this.#stallMs;
   }
 
   #lane(key: string, now: number): Lane | undefined {
