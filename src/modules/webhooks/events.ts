@@ -90,12 +90,9 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
   const taker = open && takerOf(open.db);
   const hand =
     taker?.reserve(delivered.map((r) => ({ tenantId: r.event.tenantId, webhookKey: r.webhookKey }))) ?? [];
-  const endpointsWhere = (reservation: string) =>
-    delivered.flatMap((r, i) =>
-      hand[i] === reservation ? [{ tenantId: r.event.tenantId, webhookKey: r.webhookKey }] : [],
-    );
-  const reserved = endpointsWhere("take");
-  const later = endpointsWhere("later");
+  const reserved = delivered.flatMap((r, i) =>
+    hand[i] === "take" ? [{ tenantId: r.event.tenantId, webhookKey: r.webhookKey }] : [],
+  );
   // A delivery nobody took wakes the workers (NOTIFY), unless the only worker said it would claim it.
   const deliveryValues = sql.join(
     delivered.map(
@@ -135,15 +132,20 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
         ) n
       )
       SELECT h.id, h.tenant_id, h.webhook_key, h.body, h.url, h.secrets, h.secrets_sealed, h.active_secret_id,
-             h.max_attempts, h.timeout_ms
-      FROM woken LEFT JOIN routed h ON h.configured AND h.hand`.execute(tx);
+             h.max_attempts, h.timeout_ms, h.hand
+      FROM woken LEFT JOIN routed h ON h.configured AND (h.hand OR NOT h.wake)`.execute(tx);
   } catch (err) {
     if (reserved.length > 0) taker?.take([], reserved, []);
     throw err;
   }
+  // The configured deliveries the worker said it would claim `later` (an unconfigured one has
+  // failed already, and is nobody's to claim).
+  const later = result.rows
+    .filter((row) => row.id !== null && row.hand !== true)
+    .map((row) => ({ tenantId: row.tenant_id as string, webhookKey: row.webhook_key as string }));
   if (open && taker && reserved.length + later.length > 0) {
     const handed = result.rows
-      .filter((row) => row.id !== null)
+      .filter((row) => row.id !== null && row.hand === true)
       .map((row) =>
         handedAttempt({
           id: row.id as string,
