@@ -2,6 +2,12 @@ import fs from "node:fs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeFigure, HISTORY_BUDGET_MS, parseWindow } from "../src/modules/entities/aggregate.node.js";
+import {
+  computeFigures,
+  computeFiguresOfCases,
+  type Figure,
+  type HistoryCase,
+} from "../src/modules/entities/history.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { runCds } from "./support/cli.js";
@@ -225,6 +231,67 @@ describe("the aggregate node", () => {
     });
     await waitForCase(h.app, partner.headers, res.json().caseId);
     expect(await figuresOf(res.json().caseId)).toEqual({ n: 2, s: 30 });
+  });
+
+  it("computes several cases' figures of every kind in one statement, each as it would alone", async () => {
+    const partner = await partnerWith({ n: { function: "count", by: "customer", window: "P1D" } });
+    await enableTags(h.app, partner.tenantId, "fraud_confirmed");
+    const past = [
+      { customer: "m1", amount: 100, time: -3 * HOUR, iban: "DE89370400440532013000" },
+      { customer: "m1", amount: 250, time: -2 * HOUR, iban: "GB29NWBK60161331926819" },
+      { customer: "m2", amount: 40, time: -HOUR, iban: "DE89370400440532013000" },
+      { customer: "m2", amount: 7, time: -HOUR / 2, currency: "USD" },
+      { customer: "m3", amount: 0, time: -HOUR / 4, type: "KYC" as const },
+    ];
+    const ids: string[] = [];
+    for (const p of past) ids.push(await submit(partner, p));
+    const tag = await h.app.inject({
+      method: "POST",
+      url: `/cases/${ids[1]}/tags`,
+      headers: partner.headers,
+      payload: { tag: "fraud_confirmed" },
+    });
+    expect(tag.statusCode, tag.body).toBeLessThan(300);
+    const figures: Figure[] = [
+      { function: "count", by: "customer", windowMs: 24 * HOUR },
+      { function: "count", by: "customer", windowMs: 24 * HOUR, caseType: "Transaction" },
+      { function: "sum", by: "customer", windowMs: 24 * HOUR },
+      { function: "avg", by: "iban", windowMs: 24 * HOUR },
+      { function: "min", by: "customer", windowMs: 24 * HOUR, decision: "approved" },
+      { function: "max", by: "customer", windowMs: 24 * HOUR, tag: "fraud_confirmed" },
+      { function: "countDistinct", by: "customer", windowMs: 24 * HOUR, distinct: "iban" },
+      { function: "countDistinct", by: "iban", windowMs: 24 * HOUR, distinct: "customer" },
+      { function: "countDistinct", by: "iban", windowMs: 24 * HOUR, distinct: "iban" },
+      { function: "count", by: "customer", windowMs: 90 * 60_000 },
+    ];
+    // Cases that are not stored: the figures read only the history, as of each case's own time.
+    const probe = (customer: string, iban: string | null, currency: string, time: number): HistoryCase => ({
+      id: crypto.randomUUID(),
+      tenantId: partner.tenantId,
+      subject: submission({ customer, amount: 1, time, currency, ...(iban ? { iban } : {}) }).subject,
+      externalCustomerId: null,
+      time: new Date(T + time),
+      createdAt: new Date(),
+    });
+    const probes = [
+      probe("m1", "de89 3704 0044 0532 0130 00", "EUR", 0),
+      probe("m2", "GB29NWBK60161331926819", "USD", 0),
+      probe("m1", null, "EUR", -2.5 * HOUR),
+      probe("nobody", "FR1420041010050500013M02606", "EUR", 0),
+    ];
+    const db = h.ctx.db.boundedReads(HISTORY_BUDGET_MS) ?? h.ctx.db.root;
+    const together = await computeFiguresOfCases(
+      db,
+      probes.map((kase, i) => ({ kase, figures: i === 2 ? figures.slice(0, 3) : figures })),
+    );
+    const alone = await Promise.all(
+      probes.map((kase, i) => computeFigures(db, kase, i === 2 ? figures.slice(0, 3) : figures)),
+    );
+    expect(together).toEqual(alone);
+    expect(together[0]).toEqual([2, 2, 350, 70, 100, 250, 2, 2, 1, 0]);
+    expect(together[1]).toEqual([2, 2, 7, null, 7, null, 1, 1, 1, 2]);
+    expect(together[2]).toEqual([1, 1, 100]);
+    expect(together[3]).toEqual([0, 0, 0, null, null, null, 0, 0, 0, 0]);
   });
 
   it("keeps each tenant's history to itself", async () => {

@@ -1,4 +1,4 @@
-import { type RawBuilder, sql, type Updateable } from "kysely";
+import { type Expression, type RawBuilder, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
 import {
   type Executor,
@@ -425,8 +425,15 @@ export async function findCaseTenant(db: Executor, caseId: string): Promise<stri
   return row?.tenant_id;
 }
 
-/** The ids of the tenant's cases whose current decision is this one (a subquery, for others' filters). */
-export function casesDecided(db: Executor, tenantId: string, decision: string) {
+/**
+ * The ids of the tenant's cases whose current decision is this one (a subquery, for others'
+ * filters; the tenant and the decision may be the outer query's columns).
+ */
+export function casesDecided(
+  db: Executor,
+  tenantId: string | Expression<string>,
+  decision: string | Expression<string>,
+) {
   return db
     .selectFrom("cases")
     .select("id")

@@ -1,4 +1,4 @@
-import { type Compilable, CompiledQuery } from "kysely";
+import { type Compilable, CompiledQuery, sql } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
 import { casesDecided } from "../cases/index.js";
 import { casesTagged } from "../tags/index.js";
@@ -34,6 +34,10 @@ export interface HistoryCase {
   createdAt: Date;
 }
 
+/** The uuids whose `entity_peer` of a type bound that type's peers (migration 0020). */
+const PEER_LOW = "00000000-0000-8000-8000-000000000000";
+const PEER_HIGH = "ffffffff-ffff-8fff-bfff-ffffffffffff";
+
 const AMOUNT_FUNCTIONS = new Set<AggregateFunction>(["sum", "avg", "min", "max"]);
 
 /** How each function reads the cases' rows (`c.amount` is the case's amount). */
@@ -46,11 +50,10 @@ const AGGREGATE_SQL: Record<Exclude<AggregateFunction, "countDistinct">, string>
 };
 
 /**
- * The figures' values in one statement, one scalar subquery a figure (a node's figures cost one
- * round trip, not one each). A figure's value: `0` for count, countDistinct and sum over
- * nothing, `null` for avg, min and max over nothing. Cases are those linked to any of this case's
- * entities of type `by` (each counted once), whose time lies in the window ending at this case's
- * own time, accepted before this case, other than it; amounts only of cases in this case's
+ * The figures' values in one statement. A figure's value: `0` for count, countDistinct and sum
+ * over nothing, `null` for avg, min and max over nothing. Cases are those linked to any of this
+ * case's entities of type `by` (each counted once), whose time lies in the window ending at this
+ * case's own time, accepted before this case, other than it; amounts only of cases in this case's
  * currency.
  */
 export async function computeFigures(
@@ -62,68 +65,100 @@ export async function computeFigures(
   return values ?? [];
 }
 
-/** The figures of several cases, all in one statement (at most 1,600 figures in all). */
+/** One figure to compute: its case's values, which its shape's subquery reads as `q.…`. */
+interface Asked {
+  a: number;
+  i: number;
+  shape: number;
+  ids: string;
+  from: Date;
+  to: Date;
+  acceptedBefore: Date;
+  caseId: string;
+  tenantId: string;
+  currency: string | null;
+  caseType: string | null;
+  decision: string | null;
+  tag: string | null;
+  distinct: string | null;
+}
+
+/**
+ * The figures of several cases, all in one statement. Each figure is one row of arrays given as
+ * parameters (its case's keys, window and filters), and each kind of figure one subquery that
+ * reads them: the statement's text depends on the kinds of figures asked for, not on how many
+ * cases ask, so a connection prepares it once and plans it once (decision 0021). A plan made
+ * once fits every key: each subquery reads one index range of its row's entities, whatever
+ * their history.
+ */
 export async function computeFiguresOfCases(
   db: Executor,
   asks: ReadonlyArray<{ kase: HistoryCase; figures: readonly Figure[] }>,
 ): Promise<Array<Array<number | null>>> {
   const values = asks.map(() => [] as Array<number | null>);
-  const params = new Params();
-  const columns: string[] = [];
-  const asked: Array<{ a: number; i: number }> = [];
+  const shapes = new Map<string, number>();
+  const asked: Asked[] = [];
   asks.forEach(({ kase, figures }, a) => {
     figures.forEach((figure, i) => {
-      const part = figureQuery(db, params, kase, figure);
-      if (typeof part !== "string") {
-        (values[a] as Array<number | null>)[i] = part.value;
+      const row = askedOf(kase, figure);
+      if ("value" in row) {
+        (values[a] as Array<number | null>)[i] = row.value;
         return;
       }
-      columns.push(`(${part}) AS c${a}f${i}`);
-      asked.push({ a, i });
+      const key = shapeOf(figure, row.ids.includes(","), row.currency !== null);
+      let shape = shapes.get(key);
+      if (shape === undefined) shapes.set(key, (shape = shapes.size));
+      asked.push({ ...row, a, i, shape });
     });
   });
   if (asked.length === 0) return values;
-  const { rows } = await db.executeQuery<Record<string, string | number | null>>(
-    CompiledQuery.raw(`SELECT ${columns.join(", ")}`, params.values),
+  const column = <K extends keyof Asked>(k: K) => asked.map((row) => row[k]);
+  const subqueries = [...shapes.keys()].map(
+    (key, shape) => `WHEN ${shape} THEN (${subqueryOf(db, key)})::numeric`,
   );
-  const row = rows[0] ?? {};
-  for (const { a, i } of asked) {
-    const raw = row[`c${a}f${i}`] ?? null;
+  const { rows } = await db.executeQuery<{ n: number; v: string | number | null }>(
+    CompiledQuery.raw(
+      // The bounds of the distinct type's peers are columns of q (OFFSET 0 keeps them there), so
+      // a subquery computes them once, not for each peer it compares.
+      `SELECT q.n, CASE q.shape ${subqueries.join(" ")} END AS v
+       FROM (SELECT u.*, entity_peer('${PEER_LOW}'::uuid, u.distinct_type) AS peer_low,
+                    entity_peer('${PEER_HIGH}'::uuid, u.distinct_type) AS peer_high
+             FROM unnest($1::int[], $2::int[], $3::text[], $4::timestamptz[], $5::timestamptz[],
+                         $6::timestamptz[], $7::uuid[], $8::uuid[], $9::text[], $10::text[],
+                         $11::text[], $12::text[], $13::text[])
+               AS u(n, shape, ids, time_from, time_to, accepted_before, case_id, tenant_id,
+                    currency, case_type, decision, tag, distinct_type)
+             OFFSET 0) q`,
+      [
+        asked.map((_, n) => n),
+        column("shape"),
+        column("ids"),
+        column("from"),
+        column("to"),
+        column("acceptedBefore"),
+        column("caseId"),
+        column("tenantId"),
+        column("currency"),
+        column("caseType"),
+        column("decision"),
+        column("tag"),
+        column("distinct"),
+      ],
+    ),
+  );
+  for (const { n, v } of rows) {
+    const { a, i } = asked[n] as Asked;
     const fn = (asks[a] as (typeof asks)[number]).figures[i]?.function;
-    (values[a] as Array<number | null>)[i] = raw === null ? (fn === "sum" ? 0 : null) : Number(raw);
+    (values[a] as Array<number | null>)[i] = v === null ? (fn === "sum" ? 0 : null) : Number(v);
   }
   return values;
 }
 
-/**
- * A statement's parameters as it is written: `add` gives a value's placeholder. The figures'
- * statement is written as text, not built with Kysely: building and compiling a batch's
- * subqueries was a tenth of a busy service's time on the history benchmark.
- */
-class Params {
-  readonly values: unknown[] = [];
-
-  add(value: unknown): string {
-    this.values.push(value);
-    return `$${this.values.length}`;
-  }
-
-  /** Another module's subquery (a Kysely builder), its placeholders renumbered into this statement. */
-  embed(query: Compilable): string {
-    const { sql: text, parameters } = query.compile();
-    const offset = this.values.length;
-    this.values.push(...parameters);
-    return text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
-  }
-}
-
-/** The figure's scalar subquery, or its value where no case can count (no key, no currency). */
-function figureQuery(
-  db: Executor,
-  params: Params,
+/** A figure's row of parameters, or its value where no case can count (no key, no currency). */
+function askedOf(
   kase: HistoryCase,
   figure: Figure,
-): { value: number | null } | string {
+): { value: number | null } | Omit<Asked, "a" | "i" | "shape"> {
   const empty =
     figure.function === "count" || figure.function === "countDistinct" || figure.function === "sum";
   const ids = entityKeysOf(kase.subject, kase.externalCustomerId)
@@ -132,66 +167,96 @@ function figureQuery(
   const amountOf = AMOUNT_FUNCTIONS.has(figure.function);
   const { currency } = transactionAmount(kase.subject);
   if (ids.length === 0 || (amountOf && currency === null)) return { value: empty ? 0 : null };
-
-  const window = windowOf(db, params, kase, figure, ids, amountOf ? currency : null);
-  if (figure.function === "countDistinct") return distinctQuery(params, window, figure);
-  // With several entities of type `by` a case may be linked through more than one: once each.
-  const distinct = ids.length === 1 ? "" : "DISTINCT ON (l.case_id) ";
-  return `SELECT ${AGGREGATE_SQL[figure.function]} FROM (SELECT ${distinct}l.case_id, l.amount FROM case_entities l WHERE ${window}) c`;
+  return {
+    ids: [...new Set(ids)].join(","),
+    from: new Date(kase.time.getTime() - figure.windowMs),
+    to: kase.time,
+    acceptedBefore: kase.createdAt,
+    caseId: kase.id,
+    tenantId: kase.tenantId,
+    currency: amountOf ? currency : null,
+    caseType: figure.caseType ?? null,
+    decision: figure.decision ?? null,
+    tag: figure.tag ?? null,
+    distinct: figure.function === "countDistinct" ? (figure.distinct ?? null) : null,
+  };
 }
 
 /**
- * The conditions on the links of the figure's cases (`l`): those of this case's `by` entities
- * in the window, accepted before this case, other than it, that pass the figure's filters (and,
- * for an amount, carry one in this case's currency).
+ * What a figure's subquery depends on besides its row's values: the function, whether the case
+ * has several entities of the `by` type, and which filters apply.
  */
-function windowOf(
-  db: Executor,
-  params: Params,
-  kase: HistoryCase,
-  figure: Figure,
-  ids: readonly string[],
-  currency: string | null,
-): string {
-  const conditions = [
-    `l.entity_id IN (${ids.map((id) => params.add(id)).join(", ")})`,
-    `l.case_time > ${params.add(new Date(kase.time.getTime() - figure.windowMs))}`,
-    `l.case_time <= ${params.add(kase.time)}`,
-    `l.accepted_at < ${params.add(kase.createdAt)}`,
-    `l.case_id <> ${params.add(kase.id)}`,
-  ];
-  if (figure.caseType) conditions.push(`l.case_type = ${params.add(figure.caseType)}`);
-  if (currency !== null) conditions.push(`l.currency = ${params.add(currency)}`, "l.amount IS NOT NULL");
-  if (figure.decision)
-    conditions.push(`l.case_id IN (${params.embed(casesDecided(db, kase.tenantId, figure.decision))})`);
-  if (figure.tag)
-    conditions.push(`l.case_id IN (${params.embed(casesTagged(db, kase.tenantId, figure.tag))})`);
-  return conditions.join(" AND ");
+function shapeOf(figure: Figure, several: boolean, currency: boolean): string {
+  return JSON.stringify([
+    figure.function,
+    several,
+    currency,
+    figure.caseType !== undefined,
+    figure.decision !== undefined,
+    figure.tag !== undefined,
+    figure.function === "countDistinct" && figure.by === figure.distinct,
+  ]);
 }
 
-/** The uuids whose `entity_peer` of a type bound that type's peers (migration 0020). */
-const PEER_LOW = "00000000-0000-8000-8000-000000000000";
-const PEER_HIGH = "ffffffff-ffff-8fff-bfff-ffffffffffff";
+/** The scalar subquery of one shape of figure, over its row `q`. */
+function subqueryOf(db: Executor, key: string): string {
+  const [fn, several, currency, caseType, decision, tag, own] = JSON.parse(key) as [
+    AggregateFunction,
+    boolean,
+    boolean,
+    boolean,
+    boolean,
+    boolean,
+    boolean,
+  ];
+  const conditions = [
+    several ? "l.entity_id = ANY(string_to_array(q.ids, ',')::uuid[])" : "l.entity_id = q.ids::uuid",
+    "l.case_time > q.time_from",
+    "l.case_time <= q.time_to",
+    "l.accepted_at < q.accepted_before",
+    "l.case_id <> q.case_id",
+  ];
+  if (caseType) conditions.push("l.case_type = q.case_type");
+  if (currency) conditions.push("l.currency = q.currency", "l.amount IS NOT NULL");
+  if (decision)
+    conditions.push(
+      `l.case_id IN (${inline(casesDecided(db, sql.ref<string>("q.tenant_id"), sql.ref<string>("q.decision")))})`,
+    );
+  if (tag)
+    conditions.push(
+      `l.case_id IN (${inline(casesTagged(db, sql.ref<string>("q.tenant_id"), sql.ref<string>("q.tag")))})`,
+    );
+  const window = conditions.join(" AND ");
+  if (fn === "countDistinct") return distinctQuery(window, own);
+  // With several entities of type `by` a case may be linked through more than one: once each.
+  const distinct = several ? "DISTINCT ON (l.case_id) " : "";
+  return `SELECT ${AGGREGATE_SQL[fn]} FROM (SELECT ${distinct}l.case_id, l.amount FROM case_entities l WHERE ${window}) c`;
+}
+
+/** Another module's subquery (a Kysely builder that reads only `q`'s columns), as text. */
+function inline(query: Compilable): string {
+  const { sql: text, parameters } = query.compile();
+  if (parameters.length > 0) throw new Error("a figure's filter must read its values from q");
+  return text;
+}
 
 /**
  * A countDistinct figure: the entities of type `distinct` on the window's cases, read from the
  * `by` entities' own index range, whose links carry each case's other entities (`peers`) — the
  * type's peers are one range of uuids. A case linked through several `by` entities gives its
- * peers once each (counted distinct all the same). When `distinct` is the `by` type, the `by`
- * entity itself is one of the case's entities of that type, and counts too. A case with more keys
- * than a link carries peers of (`peers` NULL) has its links read by primary key.
+ * peers once each (counted distinct all the same). When `distinct` is the `by` type (`own`), the
+ * `by` entity itself is one of the case's entities of that type, and counts too. A case with more
+ * keys than a link carries peers of (`peers` NULL) has its links read by primary key.
  */
-function distinctQuery(params: Params, window: string, figure: Figure): string {
-  const type = params.add(figure.distinct as string);
-  const own = figure.by === figure.distinct ? ` || entity_peer(l.entity_id, ${type}::text)` : "";
+function distinctQuery(window: string, own: boolean): string {
+  const self = own ? " || entity_peer(l.entity_id, q.distinct_type)" : "";
   // Few links have no peers; the partial index case_entities_many_keys holds just those.
   return `
     SELECT count(DISTINCT p.peer)
-    FROM (SELECT unnest(l.peers${own}) AS peer FROM case_entities l WHERE ${window} AND l.peers IS NOT NULL
+    FROM (SELECT unnest(l.peers${self}) AS peer FROM case_entities l WHERE ${window} AND l.peers IS NOT NULL
           UNION ALL
           SELECT entity_peer(o.entity_id, o.entity_type) AS peer
           FROM case_entities l INNER JOIN case_entities o ON o.case_id = l.case_id
           WHERE ${window} AND l.peers IS NULL) p
-    WHERE p.peer BETWEEN entity_peer(${params.add(PEER_LOW)}::uuid, ${type}::text)
-      AND entity_peer(${params.add(PEER_HIGH)}::uuid, ${type}::text)`;
+    WHERE p.peer BETWEEN q.peer_low AND q.peer_high`;
 }

@@ -1,8 +1,15 @@
-import { sql } from "kysely";
+import { type Expression, sql } from "kysely";
 import { type Executor, findRow, findRows } from "../../platform/db/index.js";
 
-/** The ids of a tenant's cases with a tag, as a subquery for another module's query of cases. */
-export function casesTagged(db: Executor, tenantId: string, tag: string) {
+/**
+ * The ids of a tenant's cases with a tag, as a subquery for another module's query of cases (the
+ * tenant and the tag may be the outer query's columns).
+ */
+export function casesTagged(
+  db: Executor,
+  tenantId: string | Expression<string>,
+  tag: string | Expression<string>,
+) {
   return db
     .selectFrom("case_tags")
     .select("case_id")

@@ -141,8 +141,6 @@ export async function openDb(options: DbOptions): Promise<Db> {
       made.on("error", () => {});
       return made;
     };
-    // The bounded readers below are not prepared: their figures read skewed data (a hot key's
-    // history), which a plan made once for any key could serve badly.
     const pool = newPool(
       options.poolSize ?? 10,
       options.preparedStatements === false ? {} : { Client: PreparingClient },
@@ -160,8 +158,12 @@ export async function openDb(options: DbOptions): Promise<Db> {
           statement_timeout: timeoutMs,
           // A bounded read runs beside live work: parallel workers would take the cores from it.
           // (A hot key's 30-day distinct count took 31 ms either way, and about 50 ms of CPU in
-          // three processes with them; decision 0021.)
-          options: "-c max_parallel_workers_per_gather=0",
+          // three processes with them; decision 0021.) Its statements are prepared and planned
+          // once: the figures' statement takes its keys from arrays, so no plan could use a
+          // key's own history, and planning it for each batch was most of PostgreSQL's work on
+          // the history benchmark.
+          options: "-c max_parallel_workers_per_gather=0 -c plan_cache_mode=force_generic_plan",
+          ...(options.preparedStatements === false ? {} : { Client: PreparingClient }),
         });
         reader = new Kysely<Database>({ dialect: new PostgresDialect({ pool: boundedPool }) });
         bounded.set(timeoutMs, reader);
