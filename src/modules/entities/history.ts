@@ -106,9 +106,8 @@ export async function computeFiguresOfCases(
         return;
       }
       const key = shapeOf(figure, row.ids.includes(","), row.currency !== null);
-      let shape = shapes.get(key);
-      if (shape === undefined) shapes.set(key, (shape = shapes.size));
-      asked.push({ ...row, a, i, shape });
+      if (!shapes.has(key)) shapes.set(key, shapes.size);
+      asked.push({ ...row, a, i, shape: shapes.get(key) as number });
     });
   });
   if (asked.length === 0) return values;
