@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Batcher } from "../src/platform/batcher.js";
 
 /** A batcher whose runs are recorded, each answering its items doubled. */
-function recorded(options: { maxBatch: number; lanes: number; lingerMs?: number }) {
+function recorded(options: { maxBatch: number; lanes: number; lingerMs?: number; gather?: boolean }) {
   const runs: number[][] = [];
   const batcher = new Batcher<number, number>(async (items) => {
     runs.push(items);
@@ -18,6 +18,17 @@ describe("Batcher", () => {
     const rest = [batcher.add(2), batcher.add(3)];
     expect(await Promise.all([first, ...rest])).toEqual([2, 4, 6]);
     expect(runs).toEqual([[1], [2, 3]]);
+  });
+
+  it("with gather, runs what one turn of the event loop adds together, and a later turn's apart", async () => {
+    const { runs, batcher } = recorded({ maxBatch: 16, lanes: 1, gather: true });
+    // Items added in one turn, some after awaiting what is already settled (as cases running side
+    // by side reach a node after their own microtasks).
+    const answers = [batcher.add(1), Promise.resolve().then(() => batcher.add(2)), batcher.add(3)];
+    expect(await Promise.all(answers)).toEqual([2, 4, 6]);
+    expect(runs).toEqual([[1, 3, 2]]);
+    expect(await batcher.add(4)).toBe(8);
+    expect(runs).toEqual([[1, 3, 2], [4]]);
   });
 
   it("with lingerMs, keeps items that come in different turns of the event loop for one run, run once full", async () => {

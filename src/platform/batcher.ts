@@ -12,17 +12,31 @@ export class Batcher<I, O> {
   #queue: Array<{ item: I; at: number; resolve: (o: O) => void; reject: (e: unknown) => void }> = [];
   #running = 0;
   #lingering: NodeJS.Timeout | undefined;
+  #gathering: NodeJS.Immediate | undefined;
 
   constructor(
     /** Must answer one result per item, in order. */
     private readonly run: (items: I[]) => Promise<O[]>,
-    private readonly options: { maxBatch: number; lanes: number; lingerMs?: number },
+    private readonly options: {
+      maxBatch: number;
+      lanes: number;
+      lingerMs?: number;
+      /** A lone item waits for the rest of the event loop's turn: what the turn adds goes with it. */
+      gather?: boolean;
+    },
   ) {}
 
   add(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.#queue.push({ item, at: this.options.lingerMs ? performance.now() : 0, resolve, reject });
-      this.#next();
+      if (!this.options.gather) {
+        this.#next();
+        return;
+      }
+      this.#gathering ??= setImmediate(() => {
+        this.#gathering = undefined;
+        this.#next();
+      });
     });
   }
 
@@ -68,7 +82,8 @@ export class Batcher<I, O> {
  * One Batcher per key (an executor: a transaction's reads go together, never with another's),
  * made when the key is first asked for and gone with it. The cases of one starter batch run side
  * by side in one transaction, so their reads of one kind (list lookups, history figures) share a
- * statement instead of taking one round trip each.
+ * statement instead of taking one round trip each. They reach a node in the same turn of the
+ * event loop, so the first read waits for the others (`gather`) instead of going alone.
  */
 export function batcherPer<K extends object, I, O>(
   run: (key: K, items: I[]) => Promise<O[]>,
@@ -78,7 +93,7 @@ export function batcherPer<K extends object, I, O>(
   return (key) => {
     let batcher = batchers.get(key);
     if (!batcher) {
-      batcher = new Batcher((items) => run(key, items), options);
+      batcher = new Batcher((items) => run(key, items), { ...options, gather: true });
       batchers.set(key, batcher);
     }
     return batcher;
