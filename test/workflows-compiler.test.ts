@@ -511,3 +511,22 @@ describe("the worked examples of docs/workflows.md", () => {
     expect(res.json()).toEqual(docExample("refused"));
   });
 });
+
+describe("what a version reads", () => {
+  it("knows whether any expression names the customer, whose attributes are read only then", async () => {
+    const decide = (output: Record<string, string>, when = "true") => ({
+      inputSchema: {},
+      start: "check",
+      nodes: [
+        { id: "check", type: "rules", rules: [{ when, next: "done" }], default: "done" },
+        { id: "done", type: "decision", decision: "approved", output },
+      ],
+    });
+    expect((await compile(decide({ n: "payload.amount" }))).readsCustomer).toBe(false);
+    // The name of a comprehension's variable is not the customer.
+    expect((await compile(decide({}, "[1, 2].exists(c, c > 1)"))).readsCustomer).toBe(false);
+    expect((await compile(decide({}, "customer.attributes.vip == true"))).readsCustomer).toBe(true);
+    expect((await compile(decide({ a: "has(customer.attributes.segment)" }))).readsCustomer).toBe(true);
+    expect((await compile(decide({ a: "size(customer.attributes)" }))).readsCustomer).toBe(true);
+  });
+});

@@ -14,6 +14,7 @@ import {
   type StartTaker,
   updateCase,
 } from "../cases/index.js";
+import type { CompiledWorkflow } from "../workflows/index.js";
 import { runChain } from "./chain.js";
 import { commit, type Planned, workflowOf } from "./plan.js";
 import { failStrandedCase } from "./resume.js";
@@ -288,23 +289,23 @@ export class CaseStarter implements StartTaker {
    * transaction gave back.
    */
   async #runCases(tx: Tx, rows: CaseRow[]): Promise<void> {
-    if (rows.length === 0) return;
-    const attributes = await getAttributesOf(tx, rows);
+    const started = rows.filter((row) => row.current_node_id !== null);
+    if (started.length === 0) return;
+    const workflows = await Promise.all(started.map((row) => workflowOf(this.ctx.nodeTypes, tx, row)));
+    // Only the customers of versions whose expressions name `customer`: often none, and no read.
+    const attributes = await getAttributesOf(
+      tx,
+      started.filter((_, i) => workflows[i]?.readsCustomer),
+    );
     const runs = await Promise.allSettled(
-      rows.flatMap((row) => {
-        const nodeId = row.current_node_id;
-        if (nodeId === null) return [];
-        return [
-          workflowOf(this.ctx.nodeTypes, tx, row).then((wf) =>
-            runChain(this.ctx, tx, row, wf, {
-              seq: row.step_seq + 1,
-              nodeId,
-              attributes: attributes.get(row.id) ?? {},
-              claim: undefined,
-            }),
-          ),
-        ];
-      }),
+      started.map((row, i) =>
+        runChain(this.ctx, tx, row, workflows[i] as CompiledWorkflow, {
+          seq: row.step_seq + 1,
+          nodeId: row.current_node_id as string,
+          attributes: attributes.get(row.id) ?? {},
+          claim: undefined,
+        }),
+      ),
     );
     const planned: Planned[] = [];
     for (const run of runs) {

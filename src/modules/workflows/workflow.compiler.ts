@@ -3,7 +3,7 @@ import { validateOnThread } from "./evaluation-threads.js";
 import { compileInputSchema, INLINE_SCHEMA_WORK, ON_THREAD, validateBounded } from "./json-schema.js";
 import type { CompiledNode, NodeTypes } from "./node-type.js";
 import type { WorkflowDefinition } from "./workflow.types.js";
-import { listReferencesOf } from "./workflow.validator.js";
+import { listReferencesOf, readsCustomerOf } from "./workflow.validator.js";
 
 export interface CompiledWorkflow {
   /** The node types it was compiled with, which run its nodes. */
@@ -16,6 +16,11 @@ export interface CompiledWorkflow {
   readonly nodes: ReadonlyMap<string, CompiledNode>;
   /** The tenant's lists its expressions read with `inList`. */
   readonly lists: readonly string[];
+  /**
+   * Whether an expression names `customer`: a case of a version that never does runs without
+   * its customer's attributes being read.
+   */
+  readonly readsCustomer: boolean;
   /**
    * Checks a case payload against `inputSchema`: every failing path, relative to the submission
    * body (`payload.amount`, `payload.items[0].sku`); empty when valid. A payload whose patterns
@@ -51,6 +56,7 @@ export function compileWorkflow(
     start: definition.start,
     nodes,
     lists: [...new Set(listReferencesOf(types, definition).map((r) => r.list))],
+    readsCustomer: readsCustomerOf(types, definition),
     async validatePayload(payload: unknown, deadlineMs: number): Promise<ErrorDetail[]> {
       const inline = validateBounded(validate, payload, "payload", INLINE_SCHEMA_WORK);
       if (inline !== ON_THREAD) return inline;

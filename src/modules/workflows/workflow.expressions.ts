@@ -77,7 +77,15 @@ export type ExpressionKind = "condition" | "string" | "value";
 const NOT_JSON = /\b(bytes|google\.protobuf\.Duration|type|optional)\b/;
 
 export type CheckedExpression =
-  | { ok: true; program: ParseResult; type: string; nodeRefs: string[]; listRefs: string[] }
+  | {
+      ok: true;
+      program: ParseResult;
+      type: string;
+      nodeRefs: string[];
+      listRefs: string[];
+      /** Whether it names the variable `customer` (and so may read the customer's attributes). */
+      readsCustomer: boolean;
+    }
   | { ok: false; message: string };
 
 function located(summary: string, range: { start: number } | undefined): string {
@@ -115,7 +123,14 @@ export function checkExpression(source: string, kind: ExpressionKind): CheckedEx
   if (badPattern) return { ok: false, message: `does not compile: ${badPattern}` };
   const lists = listReferences(program.ast);
   if (typeof lists === "string") return { ok: false, message: `does not compile: ${lists}` };
-  return { ok: true, program, type, nodeRefs: nodeReferences(program.ast), listRefs: lists };
+  return {
+    ok: true,
+    program,
+    type,
+    nodeRefs: nodeReferences(program.ast),
+    listRefs: lists,
+    readsCustomer: allNodes(program.ast).some((node) => node.op === "id" && node.args === "customer"),
+  };
 }
 
 interface AstLike {
@@ -647,6 +662,12 @@ function listReferences(root: unknown): string[] | string {
     found.add(list.args);
   }
   return [...found];
+}
+
+/** Whether an expression may read the customer's attributes (true for one that does not check). */
+export function readsCustomer(source: string): boolean {
+  const checked = checkExpression(source, "value");
+  return !checked.ok || checked.readsCustomer;
 }
 
 /** The list ids an expression reads with `inList` (the expression must have checked). */

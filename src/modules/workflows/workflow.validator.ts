@@ -2,7 +2,7 @@ import type { ValidateFunction } from "ajv";
 import type { ErrorDetail } from "../../platform/errors.js";
 import { checkInputSchema, createAjv, detailsOf } from "./json-schema.js";
 import type { NodeExpression, NodeTypes } from "./node-type.js";
-import { checkExpression, listsReadBy } from "./workflow.expressions.js";
+import { checkExpression, listsReadBy, readsCustomer } from "./workflow.expressions.js";
 import { NODE_ID_PATTERN, PATTERN_MESSAGES, workflowDefinitionSchema } from "./workflow.schema.js";
 
 /**
@@ -200,6 +200,16 @@ export function listReferencesOf(
           listsReadBy(source).map((list) => ({ path, list })),
         )
       : [],
+  );
+}
+
+/** Whether any of a definition's expressions may read the customer's attributes. */
+export function readsCustomerOf(types: NodeTypes, definition: unknown): boolean {
+  if (!isObject(definition) || !Array.isArray(definition.nodes)) return true;
+  return definition.nodes.some(
+    (node, i) =>
+      !isObject(node) ||
+      expressionsOf(types, node, `nodes[${i}]`).some(({ source }) => readsCustomer(source)),
   );
 }
 
