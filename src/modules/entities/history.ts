@@ -99,8 +99,9 @@ export async function computeFiguresOfCases(
   const shapes = new Map<string, number>();
   const asked: Asked[] = [];
   asks.forEach(({ kase, figures }, a) => {
+    const facts = factsOf(kase);
     figures.forEach((figure, i) => {
-      const row = askedOf(kase, figure);
+      const row = askedOf(kase, facts, figure);
       if ("value" in row) {
         (values[a] as Array<number | null>)[i] = row.value;
         return;
@@ -153,21 +154,32 @@ export async function computeFiguresOfCases(
   return values;
 }
 
+/** What every figure of a case reads of it: its entities' ids by type (as text), its currency. */
+function factsOf(kase: HistoryCase): { ids: Map<string, string>; currency: string | null } {
+  const byType = new Map<string, Set<string>>();
+  for (const k of entityKeysOf(kase.subject, kase.externalCustomerId)) {
+    const set = byType.get(k.type) ?? new Set<string>();
+    set.add(entityId(kase.tenantId, k.type, k.value));
+    byType.set(k.type, set);
+  }
+  const ids = new Map([...byType].map(([type, set]) => [type, [...set].join(",")]));
+  return { ids, currency: transactionAmount(kase.subject).currency };
+}
+
 /** A figure's row of parameters, or its value where no case can count (no key, no currency). */
 function askedOf(
   kase: HistoryCase,
+  facts: ReturnType<typeof factsOf>,
   figure: Figure,
 ): { value: number | null } | Omit<Asked, "a" | "i" | "shape"> {
   const empty =
     figure.function === "count" || figure.function === "countDistinct" || figure.function === "sum";
-  const ids = entityKeysOf(kase.subject, kase.externalCustomerId)
-    .filter((k) => k.type === figure.by)
-    .map((k) => entityId(kase.tenantId, k.type, k.value));
+  const ids = facts.ids.get(figure.by);
   const amountOf = AMOUNT_FUNCTIONS.has(figure.function);
-  const { currency } = transactionAmount(kase.subject);
-  if (ids.length === 0 || (amountOf && currency === null)) return { value: empty ? 0 : null };
+  const { currency } = facts;
+  if (ids === undefined || (amountOf && currency === null)) return { value: empty ? 0 : null };
   return {
-    ids: [...new Set(ids)].join(","),
+    ids,
     from: new Date(kase.time.getTime() - figure.windowMs),
     to: kase.time,
     acceptedBefore: kase.createdAt,
