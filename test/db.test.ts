@@ -284,35 +284,37 @@ describe.skipIf(SERVER_URL)("the embedded database's directory", () => {
 });
 
 describe("prepared statements (decision 0030)", () => {
-  /** The names of the prepared statements of the one connection of a pool of one. */
+  /** The names of the prepared statements of the one connection of a pool of one (of the embedded session). */
   const preparedOn = async (one: Db) =>
-    (await sql<{ name: string }>`SELECT name FROM pg_prepared_statements`.execute(one.root)).rows.map(
-      (r) => r.name,
-    );
+    (
+      await sql<{ name: string }>`SELECT name FROM pg_prepared_statements ORDER BY name`.execute(one.root)
+    ).rows.map((r) => r.name);
+  /** A database of one connection; on the embedded database, a session of its own. */
+  const openOne = async (preparedStatements?: boolean): Promise<Db> => {
+    const one = await openDb({ databaseUrl: database.url, poolSize: 1, preparedStatements });
+    if (!SERVER_URL) await sql`CREATE TABLE race_rows (label text NOT NULL)`.execute(one.root);
+    return one;
+  };
 
-  it.skipIf(!SERVER_URL)(
-    "run a statement with parameters as a prepared statement of its connection, and one without as before",
-    async () => {
-      const one = await openDb({ databaseUrl: database.url, poolSize: 1 });
-      try {
-        const read = () =>
-          sql`SELECT label FROM race_rows WHERE label = ${"prepared-probe"}`.execute(one.root);
-        await read();
-        await read();
-        const names = await preparedOn(one);
-        expect(names).toHaveLength(1);
-        expect(names[0]).toMatch(/^cds_/);
-        // The same text finds the same statement; a statement without parameters prepares nothing.
-        await sql`SELECT 1`.execute(one.root);
-        expect(await preparedOn(one)).toEqual(names);
-      } finally {
-        await one.close();
-      }
-    },
-  );
+  it("run a statement with parameters as a prepared statement of its connection, and one without as before", async () => {
+    const one = await openOne();
+    try {
+      const read = () => sql`SELECT label FROM race_rows WHERE label = ${"prepared-probe"}`.execute(one.root);
+      await read();
+      await read();
+      const names = await preparedOn(one);
+      expect(names).toHaveLength(1);
+      expect(names[0]).toMatch(/^cds_/);
+      // The same text finds the same statement; a statement without parameters prepares nothing.
+      await sql`SELECT 1`.execute(one.root);
+      expect(await preparedOn(one)).toEqual(names);
+    } finally {
+      await one.close();
+    }
+  });
 
-  it.skipIf(!SERVER_URL)("are not made when turned off (CDS_DB_PREPARED_STATEMENTS=false)", async () => {
-    const one = await openDb({ databaseUrl: database.url, poolSize: 1, preparedStatements: false });
+  it("are not made when turned off (CDS_DB_PREPARED_STATEMENTS=false)", async () => {
+    const one = await openOne(false);
     try {
       await sql`SELECT label FROM race_rows WHERE label = ${"x"}`.execute(one.root);
       expect(await preparedOn(one)).toEqual([]);
@@ -321,23 +323,61 @@ describe("prepared statements (decision 0030)", () => {
     }
   });
 
-  it.skipIf(!SERVER_URL)(
-    "survive a column added while they run: the statement that read the table whole runs again unnamed",
-    async () => {
-      await sql`CREATE TABLE widening (id int8 PRIMARY KEY, label text)`.execute(db.root);
-      await sql`INSERT INTO widening VALUES (1, 'one')`.execute(db.root);
-      const one = await openDb({ databaseUrl: database.url, poolSize: 1 });
-      try {
-        const whole = async () => (await sql`SELECT * FROM widening WHERE id = ${1}`.execute(one.root)).rows;
-        expect(await whole()).toEqual([{ id: 1, label: "one" }]);
-        await sql`ALTER TABLE widening ADD COLUMN added text DEFAULT 'new'`.execute(db.root);
-        expect(await whole()).toEqual([{ id: 1, label: "one", added: "new" }]);
-        expect(await whole()).toEqual([{ id: 1, label: "one", added: "new" }]);
-      } finally {
-        await one.close();
-      }
-    },
-  );
+  it("prepare each text once when a transaction's statements come at once, and answer each its own rows", async () => {
+    const one = await openOne();
+    try {
+      const answers = await one.transaction(async (tx) =>
+        Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            i % 3 === 0
+              ? sql<{ n: number }>`SELECT ${i}::int AS n`.execute(tx)
+              : i % 3 === 1
+                ? sql<{ n: number }>`SELECT ${i}::int + 0 AS n`.execute(tx)
+                : sql<{ n: number }>`SELECT ${i}::int * 1 AS n`.execute(tx),
+          ),
+        ),
+      );
+      expect(answers.map((r) => r.rows[0]?.n)).toEqual(Array.from({ length: 12 }, (_, i) => i));
+      expect(await preparedOn(one)).toHaveLength(3);
+    } finally {
+      await one.close();
+    }
+  });
+
+  it("forget a text that fails to prepare, and keep serving the others", async () => {
+    const one = await openOne();
+    try {
+      await expect(sql`SELECT * FROM no_such_table WHERE x = ${1}`.execute(one.root)).rejects.toMatchObject({
+        code: "42P01",
+      });
+      await expect(sql`SELECT * FROM no_such_table WHERE x = ${1}`.execute(one.root)).rejects.toMatchObject({
+        code: "42P01",
+      });
+      const { rows } = await sql<{ n: number }>`SELECT ${7}::int AS n`.execute(one.root);
+      expect(rows).toEqual([{ n: 7 }]);
+      expect(await preparedOn(one)).toHaveLength(1);
+    } finally {
+      await one.close();
+    }
+  });
+
+  it("survive a column added while they run: the statement that read the table whole runs again unnamed", async () => {
+    const one = await openOne();
+    // On the embedded database the session is the one connection: the change comes through it.
+    const other = SERVER_URL ? db : one;
+    try {
+      await sql`CREATE TABLE widening (id int8 PRIMARY KEY, label text)`.execute(other.root);
+      await sql`INSERT INTO widening VALUES (1, 'one')`.execute(other.root);
+      const whole = async () => (await sql`SELECT * FROM widening WHERE id = ${1}`.execute(one.root)).rows;
+      expect(await whole()).toEqual([{ id: 1, label: "one" }]);
+      await sql`ALTER TABLE widening ADD COLUMN added text DEFAULT 'new'`.execute(other.root);
+      expect(await whole()).toEqual([{ id: 1, label: "one", added: "new" }]);
+      expect(await whole()).toEqual([{ id: 1, label: "one", added: "new" }]);
+    } finally {
+      if (SERVER_URL) await sql`DROP TABLE widening`.execute(db.root);
+      await one.close();
+    }
+  });
 });
 
 describe("bounded reads", () => {

@@ -48,9 +48,10 @@ export interface DbOptions {
   poolSize?: number;
   applicationName?: string;
   /**
-   * PostgreSQL: each statement with parameters runs as a prepared statement of its connection,
-   * parsed once and planned as PostgreSQL's plan cache decides (decision 0030). On by default;
-   * off behind a pooler that cannot keep a connection's prepared statements.
+   * Each statement with parameters runs as a prepared statement of its connection (of the
+   * embedded database's session), parsed once and planned as PostgreSQL's plan cache decides
+   * (decision 0030). On by default; off behind a pooler that cannot keep a connection's prepared
+   * statements.
    */
   preparedStatements?: boolean;
   /**
@@ -194,7 +195,11 @@ export async function openDb(options: DbOptions): Promise<Db> {
     unlock();
     throw err;
   }
-  const root = new Kysely<Database>({ dialect: new GuardedDialect(new PGliteDialect(pglite)) });
+  const root = new Kysely<Database>({
+    dialect: new GuardedDialect(
+      new PGliteDialect(pglite, { preparedStatements: options.preparedStatements }),
+    ),
+  });
   return makeDb(
     "pglite",
     root,

@@ -1,5 +1,5 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import type { PGlite } from "@electric-sql/pglite";
+import { type PGlite, parse, protocol, type Results } from "@electric-sql/pglite";
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -34,8 +34,43 @@ class SessionLock {
   }
 }
 
+/** Named statements the session keeps at most; past it, new texts run unnamed. */
+export const PGLITE_PREPARED_MAX = 256;
+
+interface Statement {
+  name: string;
+  types: readonly number[];
+}
+
+/** PostgreSQL's answer when a column was added to (or changed in) a table a prepared statement reads whole. */
+function isStalePlan(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e.code === "0A000" && /cached plan must not change result type/.test(e.message ?? "");
+}
+
+const concat = (...parts: Uint8Array[]): Uint8Array => {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+};
+
 class PGliteConnection implements DatabaseConnection {
-  constructor(private readonly pglite: PGlite) {}
+  /** Each statement text with parameters, prepared once in the session: its name and parameter types. */
+  readonly #prepared = new Map<string, Promise<Statement>>();
+  #stale: boolean;
+  #named = 0;
+
+  /** `prepare` false: every statement runs unnamed, as `query` runs it (CDS_DB_PREPARED_STATEMENTS). */
+  constructor(
+    private readonly pglite: PGlite,
+    prepare: boolean,
+  ) {
+    this.#stale = !prepare;
+  }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     // Like node-postgres, a query without parameters goes over the simple protocol, which
@@ -43,12 +78,76 @@ class PGliteConnection implements DatabaseConnection {
     const result =
       compiled.parameters.length === 0
         ? (await this.pglite.exec(compiled.sql)).at(-1)
-        : await this.pglite.query<R>(compiled.sql, [...compiled.parameters]);
+        : await this.#query<R>(compiled.sql, compiled.parameters);
     if (!result) return { rows: [] };
     return {
       rows: result.rows as R[],
       numAffectedRows: result.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
     };
+  }
+
+  /**
+   * A statement with parameters, as a named prepared statement of the session (decision 0030,
+   * on the embedded database): parsed and analysed once instead of at every execution, and each
+   * execution one call into the database (bind, describe, execute, sync) instead of five.
+   */
+  async #query<R>(text: string, parameters: readonly unknown[]): Promise<Results<R> | undefined> {
+    if (this.#stale) return this.pglite.query<R>(text, [...parameters]);
+    try {
+      const statement = await this.#statement(text);
+      if (!statement) return await this.pglite.query<R>(text, [...parameters]);
+      const values = parameters.map((value, i) => {
+        if (value === null || value === undefined) return null;
+        const serializer = this.pglite.serializers[statement.types[i] as number];
+        return serializer ? serializer(value) : String(value);
+      });
+      const { serialize } = protocol;
+      const messages = await this.pglite._runExclusiveQuery(() =>
+        this.pglite.execProtocolStream(
+          concat(
+            serialize.bind({ statement: statement.name, values }),
+            serialize.describe({ type: "P" }),
+            serialize.execute({}),
+            serialize.sync(),
+          ),
+        ),
+      );
+      return parse.parseResults(messages, this.pglite.parsers)[0] as Results<R> | undefined;
+    } catch (err) {
+      if (!isStalePlan(err)) throw err;
+      this.#stale = true;
+      this.#prepared.clear();
+      return this.pglite.query<R>(text, [...parameters]);
+    }
+  }
+
+  /**
+   * The text's prepared statement, prepared now if it is new (once, however many ask at once);
+   * undefined past the session's bound. A text that fails to prepare is forgotten.
+   */
+  #statement(text: string): Promise<Statement> | undefined {
+    const known = this.#prepared.get(text);
+    if (known || this.#prepared.size >= PGLITE_PREPARED_MAX) return known;
+    const name = `cds_${++this.#named}`;
+    const { serialize } = protocol;
+    const preparing = this.pglite
+      ._runExclusiveQuery(() =>
+        this.pglite.execProtocolStream(
+          concat(serialize.parse({ name, text }), serialize.describe({ type: "S", name }), serialize.sync()),
+          { syncToFs: false },
+        ),
+      )
+      .then((messages) => {
+        const described = messages.find((m) => m.name === "parameterDescription") as
+          | { dataTypeIDs?: number[] }
+          | undefined;
+        return { name, types: described?.dataTypeIDs ?? [] };
+      });
+    this.#prepared.set(text, preparing);
+    preparing.catch(() => {
+      if (this.#prepared.get(text) === preparing) this.#prepared.delete(text);
+    });
+    return preparing;
   }
 
   // biome-ignore lint/correctness/useYield: streaming is not offered by this driver
@@ -62,8 +161,11 @@ class PGliteDriver implements Driver {
   readonly #connection: PGliteConnection;
   #release: (() => void) | undefined;
 
-  constructor(private readonly pglite: PGlite) {
-    this.#connection = new PGliteConnection(pglite);
+  constructor(
+    private readonly pglite: PGlite,
+    prepare: boolean,
+  ) {
+    this.#connection = new PGliteConnection(pglite, prepare);
   }
 
   async init(): Promise<void> {}
@@ -102,13 +204,16 @@ class PGliteDriver implements Driver {
 }
 
 export class PGliteDialect implements Dialect {
-  constructor(private readonly pglite: PGlite) {}
+  constructor(
+    private readonly pglite: PGlite,
+    private readonly options: { preparedStatements?: boolean } = {},
+  ) {}
 
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PGliteDriver(this.pglite);
+    return new PGliteDriver(this.pglite, this.options.preparedStatements !== false);
   }
   createQueryCompiler() {
     return new PostgresQueryCompiler();
