@@ -12,6 +12,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from "kysely";
+import { isStalePlan, PREPARED_PER_CONNECTION } from "./prepared-client.js";
 
 /**
  * PGlite is one PostgreSQL backend with one session. Two transactions interleaved on that
@@ -34,18 +35,9 @@ class SessionLock {
   }
 }
 
-/** Named statements the session keeps at most; past it, new texts run unnamed. */
-export const PGLITE_PREPARED_MAX = 256;
-
 interface Statement {
   name: string;
   types: readonly number[];
-}
-
-/** PostgreSQL's answer when a column was added to (or changed in) a table a prepared statement reads whole. */
-function isStalePlan(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return e.code === "0A000" && /cached plan must not change result type/.test(e.message ?? "");
 }
 
 const concat = (...parts: Uint8Array[]): Uint8Array => {
@@ -127,7 +119,7 @@ class PGliteConnection implements DatabaseConnection {
    */
   #statement(text: string): Promise<Statement> | undefined {
     const known = this.#prepared.get(text);
-    if (known || this.#prepared.size >= PGLITE_PREPARED_MAX) return known;
+    if (known || this.#prepared.size >= PREPARED_PER_CONNECTION) return known;
     const name = `cds_${++this.#named}`;
     const { serialize } = protocol;
     const preparing = this.pglite

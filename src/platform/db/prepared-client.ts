@@ -5,7 +5,7 @@ import pg from "pg";
 export const PREPARED_PER_CONNECTION = 256;
 
 /** PostgreSQL's answer when a column was added to (or changed in) a table a prepared statement reads whole. */
-function isStalePlan(err: unknown): boolean {
+export function isStalePlan(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   return e.code === "0A000" && /cached plan must not change result type/.test(e.message ?? "");
 }
