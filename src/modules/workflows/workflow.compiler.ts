@@ -3,7 +3,7 @@ import { validateOnThread } from "./evaluation-threads.js";
 import { compileInputSchema, INLINE_SCHEMA_WORK, ON_THREAD, validateBounded } from "./json-schema.js";
 import type { CompiledNode, NodeTypes } from "./node-type.js";
 import type { WorkflowDefinition } from "./workflow.types.js";
-import { listReferencesOf, readsCustomerOf } from "./workflow.validator.js";
+import { readsOf } from "./workflow.validator.js";
 
 export interface CompiledWorkflow {
   /** The node types it was compiled with, which run its nodes. */
@@ -47,6 +47,7 @@ export function compileWorkflow(
   const nodes = new Map<string, CompiledNode>();
   for (const node of definition.nodes) nodes.set(node.id, types.require(node.type).compile(node));
   const validate = compileInputSchema(definition.inputSchema);
+  const reads = readsOf(types, definition);
   return Object.freeze({
     nodeTypes: types,
     tenantId: key.tenantId,
@@ -55,8 +56,8 @@ export function compileWorkflow(
     definition,
     start: definition.start,
     nodes,
-    lists: [...new Set(listReferencesOf(types, definition).map((r) => r.list))],
-    readsCustomer: readsCustomerOf(types, definition),
+    lists: [...new Set(reads.lists.map((r) => r.list))],
+    readsCustomer: reads.readsCustomer,
     async validatePayload(payload: unknown, deadlineMs: number): Promise<ErrorDetail[]> {
       const inline = validateBounded(validate, payload, "payload", INLINE_SCHEMA_WORK);
       if (inline !== ON_THREAD) return inline;

@@ -664,18 +664,6 @@ function listReferences(root: unknown): string[] | string {
   return [...found];
 }
 
-/** Whether an expression may read the customer's attributes (true for one that does not check). */
-export function readsCustomer(source: string): boolean {
-  const checked = checkExpression(source, "value");
-  return !checked.ok || checked.readsCustomer;
-}
-
-/** The list ids an expression reads with `inList` (the expression must have checked). */
-export function listsReadBy(source: string): string[] {
-  const checked = checkExpression(source, "value");
-  return checked.ok ? checked.listRefs : [];
-}
-
 /**
  * The answers of `inList` for one node evaluation, filled by the engine between attempts:
  * expressions stay synchronous, so an answer not yet known is recorded as missing, the

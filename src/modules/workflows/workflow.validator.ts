@@ -2,7 +2,7 @@ import type { ValidateFunction } from "ajv";
 import type { ErrorDetail } from "../../platform/errors.js";
 import { checkInputSchema, createAjv, detailsOf } from "./json-schema.js";
 import type { NodeExpression, NodeTypes } from "./node-type.js";
-import { checkExpression, listsReadBy, readsCustomer } from "./workflow.expressions.js";
+import { checkExpression } from "./workflow.expressions.js";
 import { NODE_ID_PATTERN, PATTERN_MESSAGES, workflowDefinitionSchema } from "./workflow.schema.js";
 
 /**
@@ -188,29 +188,42 @@ function checkNodeRules(types: NodeTypes, node: Json, at: string, problems: Erro
   type?.check?.(node, at, problems);
 }
 
+/**
+ * What a (valid) definition's expressions read from outside the case, each expression checked
+ * once: the lists they read with `inList`, each with where it is read, and whether any may read
+ * the customer's attributes (names `customer`, or could not be checked).
+ */
+export function readsOf(
+  types: NodeTypes,
+  definition: unknown,
+): { lists: Array<{ path: string; list: string }>; readsCustomer: boolean } {
+  if (!isObject(definition) || !Array.isArray(definition.nodes)) return { lists: [], readsCustomer: true };
+  const lists: Array<{ path: string; list: string }> = [];
+  let readsCustomer = false;
+  definition.nodes.forEach((node, i) => {
+    if (!isObject(node)) {
+      readsCustomer = true;
+      return;
+    }
+    for (const { path, source } of expressionsOf(types, node, `nodes[${i}]`)) {
+      const checked = checkExpression(source, "value");
+      if (!checked.ok) {
+        readsCustomer = true;
+        continue;
+      }
+      for (const list of checked.listRefs) lists.push({ path, list });
+      readsCustomer ||= checked.readsCustomer;
+    }
+  });
+  return { lists, readsCustomer };
+}
+
 /** The lists a (valid) definition's expressions read with `inList`, each with where it is read. */
 export function listReferencesOf(
   types: NodeTypes,
   definition: unknown,
 ): Array<{ path: string; list: string }> {
-  if (!isObject(definition) || !Array.isArray(definition.nodes)) return [];
-  return definition.nodes.flatMap((node, i) =>
-    isObject(node)
-      ? expressionsOf(types, node, `nodes[${i}]`).flatMap(({ path, source }) =>
-          listsReadBy(source).map((list) => ({ path, list })),
-        )
-      : [],
-  );
-}
-
-/** Whether any of a definition's expressions may read the customer's attributes. */
-export function readsCustomerOf(types: NodeTypes, definition: unknown): boolean {
-  if (!isObject(definition) || !Array.isArray(definition.nodes)) return true;
-  return definition.nodes.some(
-    (node, i) =>
-      !isObject(node) ||
-      expressionsOf(types, node, `nodes[${i}]`).some(({ source }) => readsCustomer(source)),
-  );
+  return readsOf(types, definition).lists;
 }
 
 /** Every expression of a node, by its node type. */
