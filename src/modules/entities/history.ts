@@ -96,7 +96,7 @@ export async function computeFiguresOfCases(
   asks: ReadonlyArray<{ kase: HistoryCase; figures: readonly Figure[] }>,
 ): Promise<Array<Array<number | null>>> {
   const values = asks.map(() => [] as Array<number | null>);
-  const shapes = new Map<string, number>();
+  const shapes = new Map<string, { index: number; shape: Shape }>();
   const asked: Asked[] = [];
   asks.forEach(({ kase, figures }, a) => {
     const facts = factsOf(kase);
@@ -106,15 +106,20 @@ export async function computeFiguresOfCases(
         (values[a] as Array<number | null>)[i] = row.value;
         return;
       }
-      const key = shapeOf(figure, row.ids.includes(","), row.currency !== null);
-      if (!shapes.has(key)) shapes.set(key, shapes.size);
-      asked.push({ ...row, a, i, shape: shapes.get(key) as number });
+      const shape = shapeOf(figure, row.ids.includes(","), row.currency !== null);
+      const key = JSON.stringify(shape);
+      let known = shapes.get(key);
+      if (!known) {
+        known = { index: shapes.size, shape };
+        shapes.set(key, known);
+      }
+      asked.push({ ...row, a, i, shape: known.index });
     });
   });
   if (asked.length === 0) return values;
   const column = <K extends keyof Asked>(k: K) => asked.map((row) => row[k]);
-  const subqueries = [...shapes.keys()].map(
-    (key, shape) => `WHEN ${shape} THEN (${subqueryOf(db, key)})::numeric`,
+  const subqueries = [...shapes.values()].map(
+    ({ index, shape }) => `WHEN ${index} THEN (${subqueryOf(db, shape)})::numeric`,
   );
   const { rows } = await db.executeQuery<{ n: number; v: string | number | null }>(
     CompiledQuery.raw(
@@ -197,29 +202,31 @@ function askedOf(
  * What a figure's subquery depends on besides its row's values: the function, whether the case
  * has several entities of the `by` type, and which filters apply.
  */
-function shapeOf(figure: Figure, several: boolean, currency: boolean): string {
-  return JSON.stringify([
-    figure.function,
+interface Shape {
+  fn: AggregateFunction;
+  several: boolean;
+  currency: boolean;
+  caseType: boolean;
+  decision: boolean;
+  tag: boolean;
+  /** A countDistinct of the `by` type itself. */
+  own: boolean;
+}
+
+function shapeOf(figure: Figure, several: boolean, currency: boolean): Shape {
+  return {
+    fn: figure.function,
     several,
     currency,
-    figure.caseType !== undefined,
-    figure.decision !== undefined,
-    figure.tag !== undefined,
-    figure.function === "countDistinct" && figure.by === figure.distinct,
-  ]);
+    caseType: figure.caseType !== undefined,
+    decision: figure.decision !== undefined,
+    tag: figure.tag !== undefined,
+    own: figure.function === "countDistinct" && figure.by === figure.distinct,
+  };
 }
 
 /** The scalar subquery of one shape of figure, over its row `q`. */
-function subqueryOf(db: Executor, key: string): string {
-  const [fn, several, currency, caseType, decision, tag, own] = JSON.parse(key) as [
-    AggregateFunction,
-    boolean,
-    boolean,
-    boolean,
-    boolean,
-    boolean,
-    boolean,
-  ];
+function subqueryOf(db: Executor, { fn, several, currency, caseType, decision, tag, own }: Shape): string {
   const conditions = [
     several ? "l.entity_id = ANY(string_to_array(q.ids, ',')::uuid[])" : "l.entity_id = q.ids::uuid",
     "l.case_time > q.time_from",
