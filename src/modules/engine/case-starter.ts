@@ -14,7 +14,6 @@ import {
   type StartTaker,
   updateCase,
 } from "../cases/index.js";
-import type { CompiledWorkflow } from "../workflows/index.js";
 import { runChain } from "./chain.js";
 import { commit, type Planned, workflowOf } from "./plan.js";
 import { failStrandedCase } from "./resume.js";
@@ -289,19 +288,24 @@ export class CaseStarter implements StartTaker {
    * transaction gave back.
    */
   async #runCases(tx: Tx, rows: CaseRow[]): Promise<void> {
-    const started = rows.filter((row) => row.current_node_id !== null);
+    const started = await Promise.all(
+      rows.flatMap((row) => {
+        const nodeId = row.current_node_id;
+        if (nodeId === null) return [];
+        return [workflowOf(this.ctx.nodeTypes, tx, row).then((wf) => ({ row, nodeId, wf }))];
+      }),
+    );
     if (started.length === 0) return;
-    const workflows = await Promise.all(started.map((row) => workflowOf(this.ctx.nodeTypes, tx, row)));
     // Only the customers of versions whose expressions name `customer`: often none, and no read.
     const attributes = await getAttributesOf(
       tx,
-      started.filter((_, i) => workflows[i]?.readsCustomer),
+      started.filter(({ wf }) => wf.readsCustomer).map(({ row }) => row),
     );
     const runs = await Promise.allSettled(
-      started.map((row, i) =>
-        runChain(this.ctx, tx, row, workflows[i] as CompiledWorkflow, {
+      started.map(({ row, nodeId, wf }) =>
+        runChain(this.ctx, tx, row, wf, {
           seq: row.step_seq + 1,
-          nodeId: row.current_node_id as string,
+          nodeId,
           attributes: attributes.get(row.id) ?? {},
           claim: undefined,
         }),
