@@ -12,13 +12,21 @@ export function isCurrency(code: string): boolean {
   return /^[A-Z]{3}$/.test(code) && CURRENCIES.has(code);
 }
 
+/** What ICU answered for each two-letter code asked (at most 676): asking it costs microseconds. */
+const countries = new Map<string, boolean>();
+
 export function isCountry(code: string): boolean {
   if (!/^[A-Z]{2}$/.test(code)) return false;
-  try {
-    return regionNames.of(code) !== code;
-  } catch {
-    return false;
+  let known = countries.get(code);
+  if (known === undefined) {
+    try {
+      known = regionNames.of(code) !== code;
+    } catch {
+      known = false;
+    }
+    countries.set(code, known);
   }
+  return known;
 }
 
 export function isCalendarDate(value: string): boolean {
