@@ -1,13 +1,16 @@
 import fs from "node:fs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seedHistory, transactionSubject } from "../bench/lib/history.js";
 import { describeFigure, HISTORY_BUDGET_MS, parseWindow } from "../src/modules/entities/aggregate.node.js";
+import { DistinctWindows, LONG_HISTORY } from "../src/modules/entities/distinct-windows.js";
 import {
   computeFigures,
   computeFiguresOfCases,
   type Figure,
   type HistoryCase,
 } from "../src/modules/entities/history.js";
+import { entityId } from "../src/modules/entities/keys.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { runCds } from "./support/cli.js";
@@ -292,6 +295,135 @@ describe("the aggregate node", () => {
     expect(together[1]).toEqual([2, 2, 7, null, 7, null, 1, 1, 1, 2]);
     expect(together[2]).toEqual([1, 1, 100]);
     expect(together[3]).toEqual([0, 0, 0, null, null, null, 0, 0, 0, 0]);
+  });
+
+  it("answers a distinct count over a long history from a kept window, exactly as the statement does", async () => {
+    const partner = await partnerWith({ n: { function: "count", by: "customer", window: "P1D" } });
+    // A history seeded through the service's own tables, as the benchmark's: hot-1 has more
+    // cases in 30 days than a figure counts before its key is known as long.
+    const template = await submit(partner, { customer: "template", amount: 1, time: Date.now() - T - HOUR });
+    const seed = (cases: number, days: number, ibans: number) =>
+      seedHistory(h.database.db, partner.tenantId, template, {
+        cases,
+        hotCases: cases,
+        hotKeys: 1,
+        customers: 1,
+        ibans,
+        days,
+      });
+    await seed(LONG_HISTORY + 500, 20, 2_000);
+    const windows = new DistinctWindows();
+    const figure: Figure = {
+      function: "countDistinct",
+      by: "customer",
+      distinct: "iban",
+      windowMs: 30 * 86_400_000,
+    };
+    const db = h.database.db.root;
+    /** The kept window's answer and the statement's, for a case of hot-1 at `to`, accepted at `accepted`. */
+    const both = async (to: number, accepted: number, windowMs = figure.windowMs) => {
+      const caseId = crypto.randomUUID();
+      const fromWindow = await windows.count(db, {
+        tenantId: partner.tenantId,
+        entityId: entityId(partner.tenantId, "customer", "hot-1"),
+        distinctType: "iban",
+        from: new Date(to - windowMs),
+        to: new Date(to),
+        acceptedBefore: new Date(accepted),
+        caseId,
+      });
+      const [fromStatement] = await computeFigures(
+        db,
+        {
+          id: caseId,
+          tenantId: partner.tenantId,
+          subject: transactionSubject("hot-1", "GB29NWBK60161331926819", 1),
+          externalCustomerId: "hot-1",
+          time: new Date(to),
+          createdAt: new Date(accepted),
+        },
+        [{ ...figure, windowMs }],
+      );
+      return { fromWindow, fromStatement };
+    };
+    const now = Date.now();
+    const first = await both(now, now);
+    const distinct = first.fromStatement ?? 0;
+    expect(distinct).toBeGreaterThan(1_000);
+    expect(first.fromWindow).toBe(first.fromStatement);
+    // Windows ending earlier and later, and cases accepted earlier, which count fewer links.
+    for (const [to, accepted] of [
+      [now + 60_000, now + 60_000],
+      [now - 3 * 86_400_000, now],
+      [now, now - 5 * 86_400_000],
+      [now + 120_000, now - 10 * 86_400_000],
+    ] as const) {
+      const { fromWindow, fromStatement } = await both(to, accepted);
+      expect(fromWindow).toBe(fromStatement);
+    }
+    // New cases through the service: the window reads those accepted since it last read.
+    for (const iban of ["DE89370400440532013000", "FR1420041010050500013M02606"]) {
+      await submit(partner, { customer: "hot-1", amount: 5, time: Date.now() - T, iban });
+    }
+    const later = await both(Date.now(), Date.now());
+    expect(later.fromStatement).toBe(distinct + 2);
+    expect(later.fromWindow).toBe(later.fromStatement);
+    // Links accepted long before they committed (seeded with past acceptance times): the count
+    // tells the window it missed them, and it reads the key's window again.
+    await seed(40, 5, 1_000_000);
+    const afterLate = await both(Date.now(), Date.now());
+    expect(afterLate.fromStatement).toBeGreaterThan(distinct + 2);
+    expect(afterLate.fromWindow).toBe(afterLate.fromStatement);
+    // A window reaching back before what is kept, and a shorter one.
+    const back = await both(Date.now() - 12 * 86_400_000, Date.now());
+    expect(back.fromWindow).toBe(back.fromStatement);
+    const week = await both(Date.now(), Date.now(), 7 * 86_400_000);
+    expect(week.fromWindow).toBe(week.fromStatement);
+    // Windows sliding back and forth, of several lengths, ending anywhere in the last ten days.
+    const DAY = 86_400_000;
+    let seedValue = 17;
+    const random = () => {
+      seedValue = (seedValue * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seedValue / 2_147_483_648;
+    };
+    for (let i = 0; i < 25; i++) {
+      const to = Date.now() - Math.floor(random() * 10 * DAY);
+      const accepted = random() < 0.5 ? Date.now() : to - Math.floor(random() * 3 * DAY);
+      const windowMs = [DAY, 7 * DAY, 30 * DAY][Math.floor(random() * 3)] as number;
+      const { fromWindow, fromStatement } = await both(to, accepted, windowMs);
+      expect(fromWindow, `window ending ${new Date(to).toISOString()}, ${windowMs / DAY} days`).toBe(
+        fromStatement,
+      );
+    }
+  });
+
+  it("decides a case over a long history with the figures the statement gives", async () => {
+    const partner = await partnerWith({
+      n: { function: "count", by: "customer", window: "P30D" },
+      ibans: { function: "countDistinct", by: "customer", distinct: "iban", window: "P30D" },
+    });
+    const template = await submit(partner, { customer: "template", amount: 1, time: Date.now() - T - HOUR });
+    await seedHistory(h.database.db, partner.tenantId, template, {
+      cases: LONG_HISTORY + 100,
+      hotCases: LONG_HISTORY + 100,
+      hotKeys: 1,
+      customers: 1,
+      ibans: 3_000,
+      days: 20,
+    });
+    // The first case teaches the process that hot-1 is long; the others use its kept window.
+    const ids: string[] = [];
+    for (const iban of ["GB29NWBK60161331926819", "DE89370400440532013000", "GB29NWBK60161331926819"]) {
+      ids.push(await submit(partner, { customer: "hot-1", amount: 5, time: Date.now() - T, iban }));
+    }
+    const figures = await Promise.all(ids.map((id) => figuresOf(id)));
+    const [a, b, c] = figures as Array<{ n: number; ibans: number }>;
+    expect(a?.n).toBe(LONG_HISTORY + 100);
+    expect(b?.n).toBe(LONG_HISTORY + 101);
+    expect(c?.n).toBe(LONG_HISTORY + 102);
+    // Each new IBAN counts once: the first case's is new, the second's too, the third repeats the first's.
+    expect(b?.ibans).toBe((a?.ibans ?? 0) + 1);
+    expect(c?.ibans).toBe((a?.ibans ?? 0) + 2);
   });
 
   it("keeps each tenant's history to itself", async () => {

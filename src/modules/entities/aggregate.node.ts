@@ -1,5 +1,5 @@
 import { batcherPer } from "../../platform/batcher.js";
-import type { Db, Tx } from "../../platform/db/index.js";
+import type { Db, Executor, Tx } from "../../platform/db/index.js";
 import { CASE_TYPES, DECISION_VALUES } from "../case-model/index.js";
 import {
   describeEnd,
@@ -11,11 +11,13 @@ import {
   type NodeType,
   schemaRef,
 } from "../workflows/index.js";
+import { type DistinctAsk, DistinctWindows, LongHistories } from "./distinct-windows.js";
 import {
   AGGREGATE_FUNCTIONS,
   type AggregateFunction,
   computeFigures,
   computeFiguresOfCases,
+  entityIdsByType,
   type Figure,
 } from "./history.js";
 import { ENTITY_TYPES } from "./keys.js";
@@ -86,31 +88,127 @@ interface FiguresAsked {
   figures: readonly Figure[];
 }
 
+/** The keys this process has seen long histories for, and their distinct counts' kept windows. */
+const longHistories = new LongHistories();
+const windows = new DistinctWindows();
+
+/**
+ * The figures of a batch that no kept window answers, in one statement: on PostgreSQL on a
+ * bounded connection beside the transaction, on the embedded database in it. Null for a case
+ * whose figures PostgreSQL cancelled on the budget: figures that together passed it are computed
+ * again each on their own, so that only those that alone pass it fail.
+ */
+async function statementFigures(
+  tx: Tx,
+  bounded: Executor | undefined,
+  asks: FiguresAsked[],
+): Promise<Array<Array<number | null> | null>> {
+  if (!bounded) return computeFiguresOfCases(tx, asks);
+  try {
+    return await computeFiguresOfCases(bounded, asks);
+  } catch (err) {
+    if (!cancelled(err)) throw err;
+    if (asks.length === 1) return [null];
+    return Promise.all(
+      asks.map(({ kase, figures }) =>
+        computeFigures(bounded, kase, figures).catch((e: unknown) => {
+          if (cancelled(e)) return null;
+          throw e;
+        }),
+      ),
+    );
+  }
+}
+
+/** A figure a kept window answers: a distinct count over one key known as long, with no filter. */
+function windowAskOf(
+  kase: NodeCase,
+  figure: Figure,
+  ids: () => Map<string, string[]>,
+): DistinctAsk | undefined {
+  if (figure.function !== "countDistinct" || !figure.distinct || figure.distinct === figure.by)
+    return undefined;
+  if (figure.caseType || figure.decision || figure.tag) return undefined;
+  const by = ids().get(figure.by);
+  const entityId = by?.length === 1 ? by[0] : undefined;
+  if (!entityId || !longHistories.has(entityId)) return undefined;
+  return {
+    tenantId: kase.tenantId,
+    entityId,
+    distinctType: figure.distinct,
+    from: new Date(kase.time.getTime() - figure.windowMs),
+    to: kase.time,
+    acceptedBefore: kase.createdAt,
+    caseId: kase.id,
+  };
+}
+
 /**
  * The figures asked for in one transaction at once (the cases of a starter batch run side by
- * side), in one statement: on PostgreSQL on a bounded connection beside the transaction, on the
- * embedded database in it. Null for a case whose figures PostgreSQL cancelled on the budget:
- * figures that together passed it are computed again each on their own, so that only those that
- * alone pass it fail.
+ * side): the distinct counts over keys known to have long histories from their kept windows,
+ * the rest in one statement, both at once. Null for a case whose figures passed the budget.
  */
 const figuresOf = batcherPer(
   async (tx: Tx, asks: FiguresAsked[]): Promise<Array<Array<number | null> | null>> => {
-    const bounded = asks[0]?.db.boundedReads(HISTORY_BUDGET_MS);
-    if (!bounded) return computeFiguresOfCases(tx, asks);
-    try {
-      return await computeFiguresOfCases(bounded, asks);
-    } catch (err) {
-      if (!cancelled(err)) throw err;
-      if (asks.length === 1) return [null];
-      return Promise.all(
-        asks.map(({ kase, figures }) =>
-          computeFigures(bounded, kase, figures).catch((e: unknown) => {
-            if (cancelled(e)) return null;
-            throw e;
-          }),
-        ),
-      );
-    }
+    const bounded = asks[0]?.db.boundedReads(HISTORY_BUDGET_MS) ?? undefined;
+    const reader = bounded ?? tx;
+    const windowed: Array<{ a: number; i: number; ask: DistinctAsk }> = [];
+    const rest = asks.map((ask, a) => {
+      const index: number[] = [];
+      let ids: Map<string, string[]> | undefined;
+      ask.figures.forEach((figure, i) => {
+        const w =
+          longHistories.size > 0
+            ? windowAskOf(ask.kase, figure, () => (ids ??= entityIdsByType(ask.kase)))
+            : undefined;
+        if (w) windowed.push({ a, i, ask: w });
+        else index.push(i);
+      });
+      return { ask: { ...ask, figures: index.map((i) => ask.figures[i] as Figure) }, index };
+    });
+    const [fromStatement, fromWindows] = await Promise.all([
+      statementFigures(
+        tx,
+        bounded,
+        rest.map((r) => r.ask),
+      ),
+      Promise.all(
+        windowed.map(async ({ a, i, ask }): Promise<number | null | "cancelled"> => {
+          try {
+            const value = await windows.count(reader, ask);
+            if (value !== undefined) return value;
+            // A link of the window has no peers (a case of many keys): the statement's way.
+            const { kase, figures } = asks[a] as FiguresAsked;
+            const [computed] = await computeFigures(reader, kase, [figures[i] as Figure]);
+            return computed ?? null;
+          } catch (err) {
+            if (cancelled(err)) return "cancelled";
+            throw err;
+          }
+        }),
+      ),
+    ]);
+    const values = asks.map((ask, a) => {
+      const part = fromStatement[a];
+      if (!part) return null;
+      const row: Array<number | null> = ask.figures.map(() => null);
+      rest[a]?.index.forEach((i, k) => {
+        row[i] = part[k] ?? null;
+      });
+      return row;
+    });
+    windowed.forEach(({ a, i }, k) => {
+      const value = fromWindows[k];
+      const row = values[a];
+      if (!row || value === undefined) return;
+      if (value === "cancelled") values[a] = null;
+      else row[i] = value;
+    });
+    values.forEach((row, a) => {
+      const ask = asks[a];
+      if (row && ask) longHistories.learn(ask.kase, ask.figures, row);
+    });
+    return values;
   },
   // 64 cases of at most 20 figures: 1,280 columns, within PostgreSQL's 1,664.
   { maxBatch: 64, lanes: 1 },

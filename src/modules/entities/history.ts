@@ -35,8 +35,8 @@ export interface HistoryCase {
 }
 
 /** The uuids whose `entity_peer` of a type bound that type's peers (migration 0020). */
-const PEER_LOW = "00000000-0000-8000-8000-000000000000";
-const PEER_HIGH = "ffffffff-ffff-8fff-bfff-ffffffffffff";
+export const PEER_LOW = "00000000-0000-8000-8000-000000000000";
+export const PEER_HIGH = "ffffffff-ffff-8fff-bfff-ffffffffffff";
 
 const AMOUNT_FUNCTIONS = new Set<AggregateFunction>(["sum", "avg", "min", "max"]);
 
@@ -159,15 +159,20 @@ export async function computeFiguresOfCases(
   return values;
 }
 
-/** What every figure of a case reads of it: its entities' ids by type (as text), its currency. */
-function factsOf(kase: HistoryCase): { ids: Map<string, string>; currency: string | null } {
+/** The ids of the case's entities, by type. */
+export function entityIdsByType(kase: Omit<HistoryCase, "id" | "time" | "createdAt">): Map<string, string[]> {
   const byType = new Map<string, Set<string>>();
   for (const k of entityKeysOf(kase.subject, kase.externalCustomerId)) {
     const set = byType.get(k.type) ?? new Set<string>();
     set.add(entityId(kase.tenantId, k.type, k.value));
     byType.set(k.type, set);
   }
-  const ids = new Map([...byType].map(([type, set]) => [type, [...set].join(",")]));
+  return new Map([...byType].map(([type, set]) => [type, [...set]]));
+}
+
+/** What every figure of a case reads of it: its entities' ids by type (as text), its currency. */
+function factsOf(kase: HistoryCase): { ids: Map<string, string>; currency: string | null } {
+  const ids = new Map([...entityIdsByType(kase)].map(([type, list]) => [type, list.join(",")]));
   return { ids, currency: transactionAmount(kase.subject).currency };
 }
 
