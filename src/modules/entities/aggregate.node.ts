@@ -80,6 +80,13 @@ const AMOUNT_FUNCTIONS: readonly string[] = ["sum", "avg", "min", "max"];
  */
 export const HISTORY_BUDGET_MS = 500;
 
+/**
+ * How long the first read of a long history's kept window may take (every link of the key since a
+ * day before the window: 33,000 of them in tens of milliseconds on a quiet database, once per key
+ * and process). Past it the statement answers that key's figures for a minute.
+ */
+const WINDOW_READ_BUDGET_MS = 5_000;
+
 const cancelled = (err: unknown) => (err as { code?: string }).code === "57014";
 
 interface FiguresAsked {
@@ -152,6 +159,7 @@ const figuresOf = batcherPer(
   async (tx: Tx, asks: FiguresAsked[]): Promise<Array<Array<number | null> | null>> => {
     const bounded = asks[0]?.db.boundedReads(HISTORY_BUDGET_MS) ?? undefined;
     const reader = bounded ?? tx;
+    const wholeReader = asks[0]?.db.boundedReads(WINDOW_READ_BUDGET_MS) ?? tx;
     const windowed: Array<{ a: number; i: number; ask: DistinctAsk }> = [];
     const rest = asks.map((ask, a) => {
       const index: number[] = [];
@@ -175,7 +183,7 @@ const figuresOf = batcherPer(
       Promise.all(
         windowed.map(async ({ a, i, ask }): Promise<number | null | "cancelled"> => {
           try {
-            const value = await windows.count(reader, ask);
+            const value = await windows.count(reader, ask, wholeReader);
             if (value !== undefined) return value;
             // A link of the window has no peers (a case of many keys): the statement's way.
             const { kase, figures } = asks[a] as FiguresAsked;
