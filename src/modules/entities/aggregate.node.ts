@@ -19,6 +19,7 @@ import {
   computeFiguresOfCases,
   entityIdsByType,
   type Figure,
+  windowOf,
 } from "./history.js";
 import { ENTITY_TYPES } from "./keys.js";
 
@@ -128,26 +129,14 @@ async function statementFigures(
 }
 
 /** A figure a kept window answers: a distinct count over one key known as long, with no filter. */
-function windowAskOf(
-  kase: NodeCase,
-  figure: Figure,
-  ids: () => Map<string, string[]>,
-): DistinctAsk | undefined {
+function windowAskOf(kase: NodeCase, figure: Figure): DistinctAsk | undefined {
   if (figure.function !== "countDistinct" || !figure.distinct || figure.distinct === figure.by)
     return undefined;
   if (figure.caseType || figure.decision || figure.tag) return undefined;
-  const by = ids().get(figure.by);
+  const by = entityIdsByType(kase).get(figure.by);
   const entityId = by?.length === 1 ? by[0] : undefined;
   if (!entityId || !longHistories.has(entityId)) return undefined;
-  return {
-    tenantId: kase.tenantId,
-    entityId,
-    distinctType: figure.distinct,
-    from: new Date(kase.time.getTime() - figure.windowMs),
-    to: kase.time,
-    acceptedBefore: kase.createdAt,
-    caseId: kase.id,
-  };
+  return { ...windowOf(kase, figure), entityId, distinctType: figure.distinct };
 }
 
 /**
@@ -163,12 +152,8 @@ const figuresOf = batcherPer(
     const windowed: Array<{ a: number; i: number; ask: DistinctAsk }> = [];
     const rest = asks.map((ask, a) => {
       const index: number[] = [];
-      let ids: Map<string, string[]> | undefined;
       ask.figures.forEach((figure, i) => {
-        const w =
-          longHistories.size > 0
-            ? windowAskOf(ask.kase, figure, () => (ids ??= entityIdsByType(ask.kase)))
-            : undefined;
+        const w = longHistories.size > 0 ? windowAskOf(ask.kase, figure) : undefined;
         if (w) windowed.push({ a, i, ask: w });
         else index.push(i);
       });

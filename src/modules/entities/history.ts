@@ -159,15 +159,35 @@ export async function computeFiguresOfCases(
   return values;
 }
 
-/** The ids of the case's entities, by type. */
-export function entityIdsByType(kase: Omit<HistoryCase, "id" | "time" | "createdAt">): Map<string, string[]> {
+/** The cases' entity ids already computed: a batch's figures ask for them along several paths. */
+const idsOfCases = new WeakMap<object, ReadonlyMap<string, readonly string[]>>();
+
+/** The ids of the case's entities, by type (each a hash of its key), computed once per case. */
+export function entityIdsByType(
+  kase: Omit<HistoryCase, "id" | "time" | "createdAt">,
+): ReadonlyMap<string, readonly string[]> {
+  const known = idsOfCases.get(kase);
+  if (known) return known;
   const byType = new Map<string, Set<string>>();
   for (const k of entityKeysOf(kase.subject, kase.externalCustomerId)) {
     const set = byType.get(k.type) ?? new Set<string>();
     set.add(entityId(kase.tenantId, k.type, k.value));
     byType.set(k.type, set);
   }
-  return new Map([...byType].map(([type, set]) => [type, [...set]]));
+  const ids = new Map([...byType].map(([type, set]) => [type, [...set]]));
+  idsOfCases.set(kase, ids);
+  return ids;
+}
+
+/** The cases a figure of this case reads: those of `(from, to]`, accepted before it, other than it. */
+export function windowOf(kase: HistoryCase, figure: Pick<Figure, "windowMs">) {
+  return {
+    from: new Date(kase.time.getTime() - figure.windowMs),
+    to: kase.time,
+    acceptedBefore: kase.createdAt,
+    caseId: kase.id,
+    tenantId: kase.tenantId,
+  };
 }
 
 /** What every figure of a case reads of it: its entities' ids by type (as text), its currency. */
@@ -190,11 +210,7 @@ function askedOf(
   if (ids === undefined || (amountOf && currency === null)) return { value: empty ? 0 : null };
   return {
     ids,
-    from: new Date(kase.time.getTime() - figure.windowMs),
-    to: kase.time,
-    acceptedBefore: kase.createdAt,
-    caseId: kase.id,
-    tenantId: kase.tenantId,
+    ...windowOf(kase, figure),
     currency: amountOf ? currency : null,
     caseType: figure.caseType ?? null,
     decision: figure.decision ?? null,
