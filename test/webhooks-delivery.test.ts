@@ -292,6 +292,16 @@ describe.concurrent("retries", () => {
     expect(delivery.attempts[0].error).toMatch(/timed out/);
   });
 
+  it("decides by the status when the answer's body runs past what is read of it, without waiting for its end", async () => {
+    const s = await scenario({ timeoutMs: 30_000, maxAttempts: 1 });
+    // 100 KB at once, and the end only long after the attempt's deadline.
+    receiver.on(s.path, { status: 200, bodyFirst: "y".repeat(100_000), bodyDelayMs: 120_000 });
+    await emit(decided(s));
+    const [delivery] = await settled(s.tenantId);
+    expect(delivery.status).toBe("succeeded");
+    expect(delivery.attempts[0]).toMatchObject({ statusCode: 200, error: null, responseBody: "y".repeat(2048) });
+  });
+
   it("retries a refused connection", async () => {
     const closed = await Receiver.start();
     const url = closed.url("/gone");

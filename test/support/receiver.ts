@@ -33,6 +33,8 @@ export interface Reply {
   delayMs?: number;
   /** Send the status and headers at once, and the body only after this long. */
   bodyDelayMs?: number;
+  /** With `bodyDelayMs`: written at once after the status and headers, before the wait. */
+  bodyFirst?: string;
   /** Never answer (the connection stays open until the client gives up or the receiver closes). */
   stall?: boolean;
 }
@@ -174,7 +176,8 @@ export class Receiver {
         res.end(reply.body ?? "");
         return;
       }
-      res.flushHeaders();
+      if (reply.bodyFirst) res.write(reply.bodyFirst);
+      else res.flushHeaders();
       later(reply.bodyDelayMs, () => {
         if (!res.destroyed) res.end(reply.body ?? "");
       });

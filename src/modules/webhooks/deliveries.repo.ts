@@ -219,23 +219,42 @@ export interface Outcome {
 /**
  * Writes the outcomes of many claims in one statement: each delivery's new state (a success with
  * its attempt's log), the rows of failed and interrupted attempts, and the claims now finished.
+ * The outcomes and attempts go as one JSON document each, so that the statement's text (prepared
+ * once) and its three parameters are the same for any number of them.
  */
 export async function recordOutcomes(db: Executor, outcomes: Outcome[]): Promise<void> {
-  const states = sql.join(
-    outcomes.map((o) => {
-      const s = o.sent;
-      return sql`(${o.tenantId}::uuid, ${o.deliveryId}::uuid, ${o.turn}::int, ${o.status}::text, ${o.attemptCount}::int,
-             ${o.retryInMs}::int8, ${s !== null || o.status !== "pending"}::bool, ${s?.startedAt ?? null}::timestamptz,
-             ${s?.statusCode ?? null}::int, ${o.lastError}::text, ${s?.target ?? null}::text, ${s?.secretId ?? null}::text,
-             ${s?.latencyMs ?? null}::int, ${s?.responseBody ?? null}::text)`;
-    }),
-  );
+  const states = outcomes.map((o) => {
+    const s = o.sent;
+    return {
+      tenant_id: o.tenantId,
+      id: o.deliveryId,
+      turn: o.turn,
+      status: o.status,
+      attempt_count: o.attemptCount,
+      retry_ms: o.retryInMs,
+      attempted: s !== null || o.status !== "pending",
+      started_at: s?.startedAt ?? null,
+      status_code: s?.statusCode ?? null,
+      error: o.lastError,
+      target: s?.target ?? null,
+      secret_id: s?.secretId ?? null,
+      latency_ms: s?.latencyMs ?? null,
+      response_body: s?.responseBody ?? null,
+    };
+  });
   const failures = outcomes.flatMap((o) =>
-    o.failures.map(
-      (a) =>
-        sql`(${o.deliveryId}::uuid, ${a.attempt}::int, ${o.tenantId}::uuid, ${a.startedAt}::timestamptz, ${a.target}::text,
-             ${a.secretId}::text, ${a.statusCode}::int, ${a.latencyMs}::int, ${a.error}::text, ${a.responseBody}::text)`,
-    ),
+    o.failures.map((a) => ({
+      delivery_id: o.deliveryId,
+      attempt: a.attempt,
+      tenant_id: o.tenantId,
+      started_at: a.startedAt,
+      target: a.target,
+      secret_id: a.secretId,
+      status_code: a.statusCode,
+      latency_ms: a.latencyMs,
+      error: a.error,
+      response_body: a.responseBody,
+    })),
   );
   const done = outcomes.flatMap((o) => (o.claimDone === null ? [] : [o.claimDone]));
   await sql`
@@ -253,24 +272,23 @@ export async function recordOutcomes(db: Executor, outcomes: Outcome[]): Promise
           last_latency_ms = CASE WHEN v.status = 'succeeded' THEN v.latency_ms END,
           last_response_body = CASE WHEN v.status = 'succeeded' THEN v.response_body END,
           completed_at = CASE WHEN v.status = 'pending' THEN NULL ELSE now() END
-      FROM (VALUES ${states}) AS v (tenant_id, id, turn, status, attempt_count, retry_ms, attempted, started_at,
-                                    status_code, error, target, secret_id, latency_ms, response_body)
+      FROM json_to_recordset(${JSON.stringify(states)}::json)
+        AS v (tenant_id uuid, id uuid, turn int, status text, attempt_count int, retry_ms int8, attempted bool,
+              started_at timestamptz, status_code int, error text, target text, secret_id text, latency_ms int,
+              response_body text)
       WHERE d.tenant_id = v.tenant_id AND d.id = v.id AND d.claims < v.turn
       RETURNING d.id
     ),
     finished AS (
       DELETE FROM webhook_claims WHERE id = ANY(${done}::uuid[])
     )
-    ${
-      failures.length === 0
-        ? sql`SELECT 1`
-        : sql`INSERT INTO webhook_attempts
+    INSERT INTO webhook_attempts
       (delivery_id, attempt, tenant_id, started_at, target, secret_id, status_code, latency_ms, error, response_body)
-    SELECT a.* FROM (VALUES ${sql.join(failures)})
-      AS a (delivery_id, attempt, tenant_id, started_at, target, secret_id, status_code, latency_ms, error, response_body)
+    SELECT a.* FROM json_to_recordset(${JSON.stringify(failures)}::json)
+      AS a (delivery_id uuid, attempt int, tenant_id uuid, started_at timestamptz, target text, secret_id text,
+            status_code int, latency_ms int, error text, response_body text)
     WHERE a.delivery_id IN (SELECT id FROM updated)
-    ON CONFLICT (delivery_id, attempt) DO NOTHING`
-    }`.execute(db);
+    ON CONFLICT (delivery_id, attempt) DO NOTHING`.execute(db);
 }
 
 export interface DeliveryFilter {

@@ -131,7 +131,7 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
           SELECT ${notifyDeliveries} WHERE EXISTS (SELECT 1 FROM routed WHERE configured AND wake)
         ) n
       )
-      SELECT h.id, h.tenant_id, h.webhook_key, h.body, h.url, h.secrets, h.secrets_sealed, h.active_secret_id,
+      SELECT h.id, h.tenant_id, h.webhook_key, h.url, h.secrets, h.secrets_sealed, h.active_secret_id,
              h.max_attempts, h.timeout_ms, h.hand
       FROM woken LEFT JOIN routed h ON h.configured AND (h.hand OR NOT h.wake)`.execute(tx);
   } catch (err) {
@@ -144,6 +144,8 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
     .filter((row) => row.id !== null && row.hand !== true)
     .map((row) => ({ tenantId: row.tenant_id as string, webhookKey: row.webhook_key as string }));
   if (open && taker && reserved.length + later.length > 0) {
+    // The bodies this process serialized: not sent back by the statement.
+    const bodies = new Map(delivered.map((r) => [r.deliveryId, r.body]));
     const handed = result.rows
       .filter((row) => row.id !== null && row.hand === true)
       .map((row) =>
@@ -151,7 +153,7 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
           id: row.id as string,
           tenant_id: row.tenant_id as string,
           webhook_key: row.webhook_key as string,
-          body: row.body as string,
+          body: bodies.get(row.id as string) as string,
           config: configOf(row),
         }),
       );
