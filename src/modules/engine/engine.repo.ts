@@ -82,8 +82,30 @@ export async function writeSteps(tx: Executor, writes: CaseWrite[]): Promise<Map
   if (writes.length === 0) return new Map();
   const now = new Date();
   const parts = [];
-  const inserts = writes.flatMap((w) => w.inserts).map(stepValues);
-  if (inserts.length > 0) parts.push(sql`step_insert AS (${tx.insertInto("case_steps").values(inserts)})`);
+  const inserts = writes.flatMap((w) => w.inserts);
+  if (inserts.length > 0) {
+    // The batch's step rows as one JSON document: one parameter and one statement text for any
+    // number of steps, their outputs and traces written once into it instead of each as text of
+    // its own (this is most of what the engine sends).
+    const rows = inserts.map((step) => ({
+      ...placeValues(step),
+      node_type: step.nodeType,
+      status: step.status,
+      output: step.output,
+      next_node_id: step.nextNodeId,
+      error: step.error,
+      explain: step.explain,
+      created_at: step.startedAt,
+      finished_at: step.finishedAt,
+    }));
+    parts.push(sql`step_insert AS (
+      INSERT INTO case_steps
+        (tenant_id, case_id, seq, node_id, node_type, status, output, next_node_id, error, explain, created_at, finished_at)
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+        AS s (tenant_id uuid, case_id uuid, seq int, node_id text, node_type text, status text, output jsonb,
+              next_node_id text, error jsonb, explain jsonb, created_at timestamptz, finished_at timestamptz)
+    )`);
+  }
   const completes = writes.flatMap((w) => w.completes).map(stepValues);
   if (completes.length > 0) {
     const rows = sql.join(
