@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
 import { createTestApp, type TestApp } from "./support/app.js";
@@ -549,5 +550,22 @@ describe("analyst decisions", () => {
       payload: { actor: "jane" },
     });
     expect(anonymous.statusCode).toBe(401);
+  });
+});
+
+// The per-case tables keep no foreign keys (decision 0032): the write paths are what keep every
+// row's parent. Run last in this file, after the cases of every test above.
+describe("the per-case tables", () => {
+  it("hold no row whose tenant, case or event does not exist", async () => {
+    const { rows } = await sql<{ orphans: string; steps: string }>`
+      SELECT (SELECT count(*) FROM cases x WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = x.tenant_id))
+           + (SELECT count(*) FROM case_steps x WHERE NOT EXISTS (SELECT 1 FROM cases c WHERE c.id = x.case_id))
+           + (SELECT count(*) FROM events x WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = x.tenant_id))
+           + (SELECT count(*) FROM webhook_deliveries x WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = x.tenant_id))
+           + (SELECT count(*) FROM webhook_deliveries x WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = x.event_id))
+             AS orphans,
+             (SELECT count(*) FROM case_steps) AS steps`.execute(h.ctx.db.root);
+    expect(Number(rows[0]?.steps)).toBeGreaterThan(20);
+    expect(Number(rows[0]?.orphans)).toBe(0);
   });
 });
