@@ -299,7 +299,11 @@ describe.concurrent("retries", () => {
     await emit(decided(s));
     const [delivery] = await settled(s.tenantId);
     expect(delivery.status).toBe("succeeded");
-    expect(delivery.attempts[0]).toMatchObject({ statusCode: 200, error: null, responseBody: "y".repeat(2048) });
+    expect(delivery.attempts[0]).toMatchObject({
+      statusCode: 200,
+      error: null,
+      responseBody: "y".repeat(2048),
+    });
   });
 
   it("retries a refused connection", async () => {
