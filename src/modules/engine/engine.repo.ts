@@ -39,17 +39,28 @@ export interface NewStep extends RunPlace {
   finishedAt: Date | null;
 }
 
-function stepValues(step: NewStep) {
+/** A step's row, its JSON columns as values (for a JSON document of rows). */
+function stepRow(step: NewStep) {
   return {
     ...placeValues(step),
     node_type: step.nodeType,
     status: step.status,
-    output: jsonOrNull(step.output),
+    output: step.output,
     next_node_id: step.nextNodeId,
-    error: jsonOrNull(step.error),
-    explain: jsonOrNull(step.explain),
+    error: step.error,
+    explain: step.explain,
     created_at: step.startedAt,
     finished_at: step.finishedAt,
+  };
+}
+
+/** A step's row, its JSON columns as text (for statement parameters). */
+function stepValues(step: NewStep) {
+  return {
+    ...stepRow(step),
+    output: jsonOrNull(step.output),
+    error: jsonOrNull(step.error),
+    explain: jsonOrNull(step.explain),
   };
 }
 
@@ -87,21 +98,10 @@ export async function writeSteps(tx: Executor, writes: CaseWrite[]): Promise<Map
     // The batch's step rows as one JSON document: one parameter and one statement text for any
     // number of steps, their outputs and traces written once into it instead of each as text of
     // its own (this is most of what the engine sends).
-    const rows = inserts.map((step) => ({
-      ...placeValues(step),
-      node_type: step.nodeType,
-      status: step.status,
-      output: step.output,
-      next_node_id: step.nextNodeId,
-      error: step.error,
-      explain: step.explain,
-      created_at: step.startedAt,
-      finished_at: step.finishedAt,
-    }));
     parts.push(sql`step_insert AS (
       INSERT INTO case_steps
         (tenant_id, case_id, seq, node_id, node_type, status, output, next_node_id, error, explain, created_at, finished_at)
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(inserts.map(stepRow))}::jsonb)
         AS s (tenant_id uuid, case_id uuid, seq int, node_id text, node_type text, status text, output jsonb,
               next_node_id text, error jsonb, explain jsonb, created_at timestamptz, finished_at timestamptz)
     )`);

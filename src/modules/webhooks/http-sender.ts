@@ -155,8 +155,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     // Enough of it: the status decides, and this connection is not worth keeping.
     if (this.#read > MAX_READ_BYTES && !this.#settled) {
       this.#succeed();
-      this.#ended = new Error("the answer's body was not read to its end");
-      controller.abort(this.#ended);
+      controller.abort(new Error("the answer's body was not read to its end"));
     }
   }
 
