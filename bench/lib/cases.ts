@@ -144,6 +144,8 @@ export interface Work {
   walBytes: number;
   /** Of which full-page images (the first change of a page after a checkpoint). */
   fpiBytes: number;
+  /** The same by relation, per case, largest first (at most eight). */
+  fpiByRelation: Array<{ relation: string; bytes: number }>;
   /** All WAL the server wrote meanwhile, other databases included. */
   serverWalBytes: number;
   /** False when the WAL was recycled before it could be read: `walBytes` is then the server's. */
@@ -185,10 +187,25 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
                  + coalesce((SELECT sum(record_length) FROM r WHERE resource_manager = 'Transaction'
                                                         AND xid IN (SELECT xid FROM xids)), 0) AS mine,
                (SELECT sum(fpi_length) FROM here) AS fpi`.execute(db.root);
-      return { server, mine: Number(rows[0]?.mine ?? 0), fpi: Number(rows[0]?.fpi ?? 0), inspected: true };
+      // Which relations the full-page images were of (a record's first block names it).
+      const { rows: images } = await sql<{ relation: string | null; bytes: string }>`
+        SELECT c.relname AS relation, sum(r.fpi_length) AS bytes
+        FROM pg_get_wal_records_info(${before.wal}::pg_lsn, ${after.wal}::pg_lsn) r
+        JOIN pg_database d ON d.datname = current_database()
+          AND r.block_ref LIKE '%rel %/' || d.oid::text || '/%'
+        LEFT JOIN pg_class c ON c.relfilenode = substring(r.block_ref FROM 'rel \d+/\d+/(\d+)')::oid
+        WHERE r.fpi_length > 0
+        GROUP BY 1 ORDER BY 2 DESC LIMIT 8`.execute(db.root);
+      return {
+        server,
+        mine: Number(rows[0]?.mine ?? 0),
+        fpi: Number(rows[0]?.fpi ?? 0),
+        images: images.map((i) => ({ relation: i.relation ?? "(other)", bytes: Number(i.bytes) })),
+        inspected: true,
+      };
     } catch {
       // A busy server may have recycled the WAL already: only the server-wide figure is left.
-      return { server, mine: server, fpi: 0, inspected: false };
+      return { server, mine: server, fpi: 0, images: [], inspected: false };
     }
   });
   let rows = 0;
@@ -213,6 +230,7 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
     timedRows: timedRows / decided,
     walBytes: wal.mine / decided,
     fpiBytes: wal.fpi / decided,
+    fpiByRelation: wal.images.map((i) => ({ relation: i.relation, bytes: i.bytes / decided })),
     serverWalBytes: wal.server / decided,
     walInspected: wal.inspected,
     otherCommits: after.otherCommits - before.otherCommits,
@@ -234,7 +252,12 @@ export function workNotes(work: Work): string[] {
     work.walInspected
       ? `WAL per decided case: ${round(work.walBytes / 1024)} KB of this database's records (pg_walinspect), of which ` +
         `${round(work.fpiBytes / 1024)} KB full-page images; the server wrote ${round(work.serverWalBytes / 1024)} KB ` +
-        `per case in all, other databases committing ${work.otherCommits} transactions meanwhile`
+        `per case in all, other databases committing ${work.otherCommits} transactions meanwhile` +
+        (work.fpiByRelation.length > 0
+          ? `; full-page images per case by relation: ${work.fpiByRelation
+              .map((i) => `${i.relation} ${round(i.bytes / 1024)} KB`)
+              .join(", ")}`
+          : "")
       : `WAL per decided case: the server's ${round(work.serverWalBytes / 1024)} KB in all (its WAL was recycled ` +
         `before it could be read per database), other databases committing ${work.otherCommits} transactions meanwhile`,
   ];
