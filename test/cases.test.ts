@@ -69,6 +69,29 @@ describe("POST /cases", () => {
     });
   });
 
+  it("gives each case an id that begins with the time it was accepted (UUID version 7)", async () => {
+    const partner = await partnerWithWorkflow();
+    const before = Date.now();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await submit(partner, kycCase());
+      expect(res.statusCode).toBe(201);
+      ids.push(res.json().caseId);
+    }
+    const after = Date.now();
+    const times = ids.map((id) => {
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      return Number.parseInt(id.replaceAll("-", "").slice(0, 12), 16);
+    });
+    for (const t of times) {
+      expect(t).toBeGreaterThanOrEqual(before);
+      expect(t).toBeLessThanOrEqual(after);
+    }
+    // Each was submitted after the last was answered: its id never sorts before it.
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(3);
+  });
+
   it("keeps metadata, ignores a tenantId in the body, and extracts the external customer id", async () => {
     const partner = await partnerWithWorkflow();
     const other = await createPartner(h.app);

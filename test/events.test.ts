@@ -74,6 +74,11 @@ describe("emitEvent", () => {
       }),
     ]);
     expect(events[0]?.payload).toEqual(event.payload);
+    // Both ids begin with the time they were made (decision 0033); the webhookId is random.
+    const v7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    expect(eventId).toMatch(v7);
+    expect(deliveries[0]?.id).toMatch(v7);
+    expect(deliveries[0]?.webhook_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4/);
     const [delivery] = deliveries;
     expect(delivery).toMatchObject({
       event_id: eventId,

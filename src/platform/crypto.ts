@@ -18,6 +18,31 @@ export function uuid(): string {
   return randomUUID();
 }
 
+/**
+ * A UUID that begins with the time it was made (version 7, RFC 9562): 48 bits of milliseconds,
+ * then the version, then 74 random bits drawn afresh for each id. For the ids of the rows written
+ * for every case (cases, events, deliveries): the primary keys, and the keys that lead with a
+ * case's id, then grow at their right edge instead of at a random page of a large index
+ * (decision 0033). Not for anything whose secrecy protects something: tokens and refs are drawn
+ * whole at random.
+ *
+ * The random bits are a version 4 UUID's, whose layout after its version digit is the same:
+ * `randomUUID` draws them from a buffer it refills in bulk (about 0.3 µs an id, where a
+ * fresh `getRandomValues` per id took 2.7 µs).
+ */
+export function orderedUuid(): string {
+  const now = Date.now();
+  if (now !== orderedPrefix.ms) {
+    const hex = now.toString(16).padStart(12, "0");
+    orderedPrefix.ms = now;
+    orderedPrefix.text = `${hex.slice(0, 8)}-${hex.slice(8)}-7`;
+  }
+  return orderedPrefix.text + randomUUID().slice(15);
+}
+
+/** The time part of the ids made in the last millisecond that made one. */
+const orderedPrefix = { ms: -1, text: "" };
+
 export function sha256(value: string | Buffer): Buffer {
   return createHash("sha256").update(value).digest();
 }

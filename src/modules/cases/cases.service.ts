@@ -1,7 +1,7 @@
 import type { Static } from "typebox";
 import { Batcher } from "../../platform/batcher.js";
 import type { AppContext } from "../../platform/context.js";
-import { uuid } from "../../platform/crypto.js";
+import { orderedUuid } from "../../platform/crypto.js";
 import type { Db, Executor } from "../../platform/db/index.js";
 import { AppError, badRequest, describeProblems, type ErrorDetail, notFound } from "../../platform/errors.js";
 import { type AuthenticatedKey, confirmKey } from "../auth/index.js";
@@ -198,7 +198,7 @@ async function insertAndStart(
 ): Promise<NewCase | undefined> {
   const { wf } = prepared;
   const kase: NewCase = {
-    id: uuid(),
+    id: orderedUuid(),
     tenantId,
     requestId,
     status: "received",

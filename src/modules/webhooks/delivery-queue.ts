@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import { uuid } from "../../platform/crypto.js";
+import { orderedUuid, uuid } from "../../platform/crypto.js";
 import type { Executor } from "../../platform/db/index.js";
 
 /** NOTIFY channel that wakes the delivery workers when pending deliveries commit. */
@@ -40,7 +40,7 @@ export function serializeBody(webhookId: string, payload: Record<string, unknown
 export async function queueDeliveries(tx: Executor, deliveries: NewDelivery[]): Promise<QueuedDelivery[]> {
   if (deliveries.length === 0) return [];
   const rows = deliveries.map((d) => {
-    const id = uuid();
+    const id = orderedUuid();
     const webhookId = uuid();
     return {
       id,

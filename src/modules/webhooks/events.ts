@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import { uuid } from "../../platform/crypto.js";
+import { orderedUuid, uuid } from "../../platform/crypto.js";
 import { type Executor, transactionOf } from "../../platform/db/index.js";
 import { configOf } from "./deliveries.repo.js";
 import { handedAttempt, takerOf } from "./delivery-handoff.js";
@@ -64,9 +64,9 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
   const rows = events.map((event) => {
     const webhookId = uuid();
     return {
-      id: uuid(),
+      id: orderedUuid(),
       event,
-      deliveryId: uuid(),
+      deliveryId: orderedUuid(),
       webhookId,
       webhookKey: event.webhookKey ?? DEFAULT_WEBHOOK_KEY,
       body: serializeBody(webhookId, event.payload),
