@@ -193,7 +193,7 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
         FROM pg_get_wal_records_info(${before.wal}::pg_lsn, ${after.wal}::pg_lsn) r
         JOIN pg_database d ON d.datname = current_database()
           AND r.block_ref LIKE '%rel %/' || d.oid::text || '/%'
-        LEFT JOIN pg_class c ON c.relfilenode = substring(r.block_ref FROM 'rel \d+/\d+/(\d+)')::oid
+        LEFT JOIN pg_class c ON c.relfilenode = substring(r.block_ref FROM 'rel [0-9]+/[0-9]+/([0-9]+)')::oid
         WHERE r.fpi_length > 0
         GROUP BY 1 ORDER BY 2 DESC LIMIT 8`.execute(db.root);
       return {
