@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { createPartner, type Partner } from "./support/fixtures.js";
 import { securityTests } from "./support/security.js";
@@ -92,6 +92,35 @@ describe("POST /cases", () => {
     expect([...times].sort((a, b) => a - b)).toEqual(times);
     expect(new Set(ids).size).toBe(3);
   });
+
+  // The embedded database reads the service's own clock: the two cannot disagree there.
+  it.skipIf(!process.env.DATABASE_URL)(
+    "raises an acceptance time far behind the database's clock to ten seconds before its insert",
+    async () => {
+      const partner = await partnerWithWorkflow();
+      // The service's clock an hour behind the database's (performance's clock is not faked).
+      const real = () => performance.timeOrigin + performance.now();
+      const before = real();
+      vi.useFakeTimers({ toFake: ["Date"] });
+      let res: Awaited<ReturnType<typeof submit>>;
+      try {
+        vi.setSystemTime(before - 3_600_000);
+        res = await submit(partner, kycCase());
+      } finally {
+        vi.useRealTimers();
+      }
+      const after = real();
+      expect(res.statusCode, res.body).toBe(201);
+      const record = await h.app.inject({
+        method: "GET",
+        url: `/cases/${res.json().caseId}`,
+        headers: partner.headers,
+      });
+      const createdAt = Date.parse(record.json().createdAt);
+      expect(createdAt).toBeGreaterThanOrEqual(Math.floor(before) - 10_001);
+      expect(createdAt).toBeLessThanOrEqual(after - 9_999);
+    },
+  );
 
   it("keeps metadata, ignores a tenantId in the body, and extracts the external customer id", async () => {
     const partner = await partnerWithWorkflow();

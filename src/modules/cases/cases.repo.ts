@@ -90,6 +90,15 @@ export function insertCase(db: Executor, c: NewCase): Promise<CaseRow> {
  */
 export const START_NOTIFICATION = "engine.start";
 
+/**
+ * How far a case's acceptance time (`created_at`, the service's clock as it builds the insert)
+ * may lie before the start of the transaction that inserts it (a wait for a connection, a clock
+ * behind the database's): an older one is raised to this, less a millisecond. A reader that
+ * knows the oldest transaction in progress then knows that nothing it cannot see yet was accepted
+ * more than this before that (the kept windows of long histories, decision 0021).
+ */
+export const ACCEPTED_LAG_SECONDS = 10;
+
 export async function insertCases(
   db: Executor,
   cases: NewCase[],
@@ -108,6 +117,9 @@ export async function insertCases(
         ${c.confirmCurrent === true}::boolean, ${c.confirmKeyId ?? null}::text)`;
     }),
   );
+  // An acceptance time behind the transaction's start by more than the lag is raised to it, in
+  // whole milliseconds like the service's own times.
+  const acceptedAtLeast = sql`date_trunc('milliseconds', now() - make_interval(secs => ${ACCEPTED_LAG_SECONDS}))`;
   // A case on a version taken as current goes in only while it still is, and one whose request
   // was let in on a key not looked up only while the key is live; one claimed for this process's
   // starter goes in with its first run counted and its lease.
@@ -117,7 +129,8 @@ export async function insertCases(
       current_node_id, created_at, updated_at, start_attempts, start_claimed_until)
     SELECT v.id, v.tenant_id, v.request_id, v.status, v.type, v.workflow_id, v.workflow_version,
       v.subject, v.payload, v.metadata, v.external_customer_id, v.event_timestamp,
-      v.idempotency_key, v.dry_run, v.current_node_id, v.created_at, v.created_at,
+      v.idempotency_key, v.dry_run, v.current_node_id,
+      greatest(v.created_at, ${acceptedAtLeast}), greatest(v.created_at, ${acceptedAtLeast}),
       CASE WHEN v.claim_seconds IS NULL THEN 0 ELSE 1 END,
       now() + make_interval(secs => v.claim_seconds)
     FROM (VALUES ${values}) AS v (id, tenant_id, request_id, status, type, workflow_id,

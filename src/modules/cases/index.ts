@@ -49,6 +49,8 @@ export {
   overrideDecision,
 } from "./cases.admin.service.js";
 export {
+  /** How far a case's acceptance time may lie before the start of the transaction inserting it. */
+  ACCEPTED_LAG_SECONDS,
   /** What `findCaseFacts` gives. */
   type CaseFacts,
   /** A row of the cases table, as the cases module reads it. */

@@ -1,12 +1,12 @@
 import { CompiledQuery } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
+import { ACCEPTED_LAG_SECONDS } from "../cases/index.js";
 import { entityIdsByType, type Figure, type HistoryCase, PEER_HIGH, PEER_LOW } from "./history.js";
 
 // A `countDistinct` over a key with a long history, answered from the key's links kept in this
 // process instead of made distinct by the database at every case (decision 0021, "countDistinct
-// of a long history"). The database still reads the window's index range, to count the links a
-// figure would count and to send the ones this process has not seen; the count proves the kept
-// links are all of them, or they are fetched again.
+// of a long history"). After a first read of the key's links, each read brings only those accepted
+// since the last one, and the transactions in progress when it began bound what it cannot see yet.
 
 /**
  * A key whose figure counted at least this many cases has a long history: its distinct counts are
@@ -83,6 +83,8 @@ interface Link {
   time: number;
   accepted: number;
   peers: string[];
+  /** A link without peers (a case of more keys than a link carries): the statement's to count. */
+  wide: boolean;
 }
 
 /** The first index of `links` whose `field` is greater than `value` (they are sorted by it). */
@@ -99,13 +101,13 @@ function after(links: readonly Link[], field: "time" | "accepted", value: number
 
 /**
  * A key's links with their peers of one type, kept in memory: every link with a time after `lo`
- * that committed before the last read, and those since that the reads have brought. The counts
+ * that the last read could see. The counts
  * of the peers of the links in one window, `(a, b]`, are kept as the window slides: a case's
  * figure moves it by the cases between it and the last one, not by the whole window.
  */
 class Kept {
   /** Links accepted at or after this (the database's clock) may not be here yet. */
-  since = Number.NEGATIVE_INFINITY;
+  since: number;
   used = 0;
   readonly byId = new Map<string, Link>();
   byTime: Link[] = [];
@@ -118,9 +120,16 @@ class Kept {
   readonly counts = new Map<string, number>();
   distinct = 0;
 
-  constructor(public lo: number) {
+  /** Links with no peers kept: while there are none, no window holds one. */
+  wide = 0;
+
+  constructor(
+    public lo: number,
+    since: number,
+  ) {
     this.a = lo;
     this.b = lo;
+    this.since = since;
   }
 
   get size(): number {
@@ -148,6 +157,7 @@ class Kept {
   insert(link: Link): boolean {
     if (this.byId.has(link.id) || link.time <= this.lo) return false;
     this.byId.set(link.id, link);
+    if (link.wide) this.wide++;
     this.byTime.splice(after(this.byTime, "time", link.time), 0, link);
     this.byAccepted.splice(after(this.byAccepted, "accepted", link.accepted), 0, link);
     if (link.time <= this.a) {
@@ -169,6 +179,7 @@ class Kept {
     for (const link of links) {
       if (this.byId.has(link.id) || link.time <= this.lo) continue;
       this.byId.set(link.id, link);
+      if (link.wide) this.wide++;
       this.byTime.push(link);
       this.byAccepted.push(link);
       added++;
@@ -209,12 +220,19 @@ class Kept {
   }
 
   /**
-   * The links a figure counts in the window `(a, b]` and their distinct peers: those accepted
-   * before `before` (a case counts only cases accepted before it), other than `caseId`.
+   * The distinct peers of the links a figure counts in the window `(a, b]`: those accepted before
+   * `before` (a case counts only cases accepted before it), other than `caseId`. Undefined when
+   * one of them has no peers.
    */
-  count(a: number, b: number, before: number, caseId: string): { links: number; distinct: number } {
+  count(a: number, b: number, before: number, caseId: string): number | undefined {
     this.slide(a, b);
     const inWindow = (l: Link) => l.time > a && l.time <= b;
+    if (this.wide > 0) {
+      for (let i = this.iLo; i < this.iHi; i++) {
+        const link = this.byTime[i] as Link;
+        if (link.wide && link.accepted < before && link.id !== caseId) return undefined;
+      }
+    }
     const out: Link[] = [];
     for (let i = this.byAccepted.length - 1; i >= 0; i--) {
       const link = this.byAccepted[i] as Link;
@@ -224,9 +242,9 @@ class Kept {
     const own = this.byId.get(caseId);
     if (own && own.accepted < before && inWindow(own)) out.push(own);
     for (const link of out) this.remove(link);
-    const counted = { links: this.iHi - this.iLo - out.length, distinct: this.distinct };
+    const distinct = this.distinct;
     for (const link of out) this.add(link);
-    return counted;
+    return distinct;
   }
 
   /** Forgets the links at or before `lo`, which no window from `a` on reaches. */
@@ -235,7 +253,10 @@ class Kept {
     this.slide(Math.max(this.a, lo), Math.max(this.b, lo));
     const k = after(this.byTime, "time", lo);
     const gone = this.byTime.splice(0, k);
-    for (const link of gone) this.byId.delete(link.id);
+    for (const link of gone) {
+      this.byId.delete(link.id);
+      if (link.wide) this.wide--;
+    }
     this.byAccepted = this.byAccepted.filter((l) => l.time > lo);
     this.iLo -= k;
     this.iHi -= k;
@@ -244,8 +265,8 @@ class Kept {
   }
 }
 
-/** How far before the last read's own time a link's acceptance may lie and still be missing from it. */
-const LATE_MS = 10_000;
+/** Links whose case time lies more than this before their acceptance are read by acceptance (migration 0029). */
+const LATE_CASE = "interval '15 minutes'";
 /** How far before the latest window's start a key's links are kept. */
 const BEHIND_MS = 86_400_000;
 /** How long a key whose window could not be read within the budget is left to the statement. */
@@ -254,13 +275,42 @@ const PAUSE_MS = 60_000;
 const BULK = 256;
 /** The most links kept in all; past it the windows used longest ago are dropped. */
 const MAX_LINKS = 200_000;
+/** How long a read of the transactions in progress is used for the reads that begin after it. */
+const HORIZON_REUSE_MS = 50;
 
-interface Fetched {
-  now: Date;
-  n: string | number;
-  wide: string | number;
-  rows: Array<[string, number, number, string[] | null]> | string | null;
+type LinkRow = [string, number, number, string[] | null, boolean];
+
+/**
+ * What every read of a key's links needs first: a time before which nothing it cannot see was
+ * accepted. A link goes in with its case, in the transaction that inserts the case, and a case's
+ * acceptance time is never more than `ACCEPTED_LAG_SECONDS` before that transaction's start (the
+ * cases' insert raises it). So a read that begins after this statement sees every link accepted
+ * before the oldest start of the transactions then in progress, less that lag: any link it cannot
+ * see belongs to a transaction then in progress or begun since. Undefined when the service's role
+ * cannot see another session's transaction (a session of another role, without
+ * `pg_read_all_stats`): the reads then fall back to the statement.
+ */
+async function readHorizon(db: Executor): Promise<number | undefined> {
+  const { rows } = await db.executeQuery<{ oldest: Date | string; hidden: string | number }>(
+    CompiledQuery.raw(
+      `SELECT least(clock_timestamp(), min(xact_start)) AS oldest,
+              count(*) FILTER (WHERE backend_type IS NULL) AS hidden
+       FROM pg_stat_activity WHERE datname = current_database()`,
+    ),
+  );
+  const row = rows[0];
+  if (!row || Number(row.hidden) > 0) return undefined;
+  // The lag, and the millisecond its raised times are truncated by.
+  return new Date(row.oldest).getTime() - ACCEPTED_LAG_SECONDS * 1000 - 1;
 }
+
+/** The columns of a link a kept window holds, as one JSON array per link (peers of one type). */
+const LINK_JSON = `json_build_array(l.case_id,
+  extract(epoch FROM l.case_time) * 1000,
+  extract(epoch FROM l.accepted_at) * 1000,
+  (SELECT array_agg(p) FROM unnest(l.peers) p
+   WHERE p BETWEEN entity_peer('${PEER_LOW}'::uuid, $3) AND entity_peer('${PEER_HIGH}'::uuid, $3)),
+  l.peers IS NULL)`;
 
 export class DistinctWindows {
   readonly #kept = new Map<string, Kept>();
@@ -269,14 +319,15 @@ export class DistinctWindows {
   /** Keys whose first read passed the budget, until when the statement answers them. */
   readonly #paused = new Map<string, number>();
   #links = 0;
+  /** The latest horizon read, and when its statement ended (this process's clock). */
+  #horizon: { at: number; value: Promise<number | undefined> } | undefined;
 
   /**
    * The figure's value, exactly as `computeFigures` gives it; undefined where a link of the window
-   * has no peers (a case of many keys), which the statement answers instead.
+   * has no peers (a case of many keys), or the transactions in progress cannot be seen, which the
+   * statement answers instead.
    *
-   * One key's figures take turns: each read then sees every link an earlier one brought (a
-   * statement sees what committed before it began), so the links kept for the key are all
-   * visible to the read of the figure being answered, and equal counts mean equal sets.
+   * One key's figures take turns, so that each read begins after the last one ended.
    */
   async count(db: Executor, ask: DistinctAsk, wholeDb: Executor = db): Promise<number | undefined> {
     const key = `${ask.entityId}:${ask.distinctType}`;
@@ -289,6 +340,26 @@ export class DistinctWindows {
     } finally {
       if (this.#turns.get(key) === turn) this.#turns.delete(key);
     }
+  }
+
+  /**
+   * A horizon from a statement that ended before this call: one read recently serves every read
+   * that begins after it (an older horizon only makes a read bring more links again).
+   */
+  async #currentHorizon(db: Executor): Promise<number | undefined> {
+    const known = this.#horizon;
+    if (known && Date.now() - known.at < HORIZON_REUSE_MS) return known.value;
+    const value = readHorizon(db);
+    const entry = { at: Number.POSITIVE_INFINITY, value };
+    this.#horizon = entry;
+    try {
+      await value;
+    } catch (err) {
+      if (this.#horizon === entry) this.#horizon = undefined;
+      throw err;
+    }
+    entry.at = Date.now();
+    return value;
   }
 
   async #countInTurn(
@@ -306,39 +377,31 @@ export class DistinctWindows {
     const to = ask.to.getTime();
     const before = ask.acceptedBefore.getTime();
     try {
+      const horizon = await this.#currentHorizon(db);
+      if (horizon === undefined) return undefined;
       let kept = this.#kept.get(key);
       // A window reaching before what is kept (a case back in time) starts again from it.
       if (kept && from < kept.lo) {
         this.#drop(key, kept);
         kept = undefined;
       }
-      if (kept) {
-        const fetched = await this.#read(db, ask, kept);
-        if (Number(fetched.wide) > 0) return undefined;
-        this.#merge(kept, fetched);
-        kept.used = Date.now();
-        const counted = kept.count(from, to, before, ask.caseId);
-        // Equal counts of a subset mean the same links: the value is exact.
-        if (counted.links === Number(fetched.n)) {
-          this.#trim(key, kept, from);
-          return counted.distinct;
-        }
-        // A link accepted long before it committed was missed: read the key's window again, whole.
-        this.#drop(key, kept);
+      if (!kept) {
+        // A first read: every link of the key from a day before the window's start, on a
+        // connection with a longer budget (tens of milliseconds for 33,000 links, once).
+        const whole = new Kept(from - BEHIND_MS, horizon);
+        const rows = await this.#readWhole(wholeDb, ask, whole);
+        this.#drop(key, this.#kept.get(key));
+        this.#kept.set(key, whole);
+        this.#merge(whole, rows);
+        kept = whole;
+      } else {
+        this.#merge(kept, await this.#readSince(db, ask, kept));
+        kept.since = horizon;
       }
-      // A first read, or a read again: every link of the key from a day before the window's
-      // start, on a connection with a longer budget (tens of milliseconds for 33,000 links, once).
-      const whole = new Kept(from - BEHIND_MS);
-      const fetched = await this.#read(wholeDb, ask, whole);
-      this.#drop(key, this.#kept.get(key));
-      this.#kept.set(key, whole);
-      this.#merge(whole, fetched);
-      whole.used = Date.now();
-      if (Number(fetched.wide) > 0) return undefined;
-      const counted = whole.count(from, to, before, ask.caseId);
-      if (counted.links !== Number(fetched.n)) return undefined;
-      this.#trim(key, whole, from);
-      return counted.distinct;
+      kept.used = Date.now();
+      const counted = kept.count(from, to, before, ask.caseId);
+      this.#trim(key, kept, from);
+      return counted;
     } catch (err) {
       // Past the budget (a first read of a long window on a busy database): the statement answers
       // this key's figures for a minute, rather than a read cancelled again at every case.
@@ -349,55 +412,56 @@ export class DistinctWindows {
     }
   }
 
-  async #read(db: Executor, ask: DistinctAsk, kept: Kept): Promise<Fetched> {
-    const since = Number.isFinite(kept.since) ? new Date(kept.since) : null;
-    const { rows } = await db.executeQuery<Fetched>(
-      CompiledQuery.raw(
-        // One range of the key's index: the links the figure counts, whether any has no peers, and
-        // those accepted since the last read, each with its peers of the type.
-        `SELECT now() AS now,
-                count(*) FILTER (WHERE l.case_time > $2 AND l.case_time <= $3 AND l.accepted_at < $4
-                                   AND l.case_id <> $5) AS n,
-                count(*) FILTER (WHERE l.case_time > $2 AND l.case_time <= $3 AND l.peers IS NULL) AS wide,
-                json_agg(json_build_array(l.case_id,
-                                          extract(epoch FROM l.case_time) * 1000,
-                                          extract(epoch FROM l.accepted_at) * 1000,
-                                          (SELECT array_agg(p) FROM unnest(l.peers) p
-                                           WHERE p BETWEEN entity_peer('${PEER_LOW}'::uuid, $8)
-                                                       AND entity_peer('${PEER_HIGH}'::uuid, $8))))
-                  FILTER (WHERE $7::timestamptz IS NULL OR l.accepted_at >= $7) AS rows
-         FROM case_entities l
-         WHERE l.entity_id = $1 AND l.case_time > $6`,
-        [
-          ask.entityId,
-          ask.from,
-          ask.to,
-          ask.acceptedBefore,
-          ask.caseId,
-          new Date(kept.lo),
-          since,
-          ask.distinctType,
-        ],
-      ),
+  /** Every link of the key with a case time after what the window keeps. */
+  async #readWhole(db: Executor, ask: DistinctAsk, kept: Kept): Promise<LinkRow[]> {
+    return this.#rows(
+      db,
+      `SELECT json_agg(${LINK_JSON}) AS rows
+       FROM case_entities l
+       WHERE l.entity_id = $1 AND l.case_time > $2`,
+      [ask.entityId, new Date(kept.lo), ask.distinctType],
     );
-    const row = rows[0];
-    if (!row) throw new Error("the window's statement returned no row");
-    return row;
   }
 
-  #merge(kept: Kept, fetched: Fetched): void {
-    const rows = (
-      typeof fetched.rows === "string" ? JSON.parse(fetched.rows) : (fetched.rows ?? [])
-    ) as Array<[string, number, number, string[] | null]>;
-    const links = rows.map(([id, time, accepted, peers]) => ({
+  /**
+   * The key's links accepted since the last read's horizon: those of recent case times from the
+   * key's index range, and the late ones (a case time well before the acceptance) from the index
+   * of late links. Both are short: the links of a few minutes.
+   */
+  async #readSince(db: Executor, ask: DistinctAsk, kept: Kept): Promise<LinkRow[]> {
+    const since = new Date(kept.since);
+    return this.#rows(
+      db,
+      `SELECT json_agg(${LINK_JSON}) AS rows
+       FROM (SELECT * FROM case_entities l
+             WHERE l.entity_id = $1 AND l.case_time > $2 AND l.case_time > $4::timestamptz - ${LATE_CASE}
+               AND l.accepted_at >= $4
+             UNION ALL
+             SELECT * FROM case_entities l
+             WHERE l.entity_id = $1 AND l.case_time > $2 AND l.accepted_at >= $4
+               AND l.accepted_at - l.case_time > ${LATE_CASE}) l`,
+      [ask.entityId, new Date(kept.lo), ask.distinctType, since],
+    );
+  }
+
+  async #rows(db: Executor, text: string, parameters: unknown[]): Promise<LinkRow[]> {
+    const { rows } = await db.executeQuery<{ rows: LinkRow[] | string | null }>(
+      CompiledQuery.raw(text, parameters),
+    );
+    const value = rows[0]?.rows ?? null;
+    return (typeof value === "string" ? JSON.parse(value) : (value ?? [])) as LinkRow[];
+  }
+
+  #merge(kept: Kept, rows: readonly LinkRow[]): void {
+    const links = rows.map(([id, time, accepted, peers, wide]) => ({
       id,
       time: Number(time),
       accepted: Number(accepted),
       peers: peers ?? [],
+      wide,
     }));
     if (links.length > BULK) this.#links += kept.load(links);
     else for (const link of links) if (kept.insert(link)) this.#links++;
-    kept.since = Math.max(kept.since, new Date(fetched.now).getTime() - LATE_MS);
   }
 
   /** Forgets links that no later window of this key reaches, and windows past the bound. */
