@@ -321,12 +321,15 @@ describe("the aggregate node", () => {
     };
     const db = h.database.db.root;
     /** The kept window's answer and the statement's, for a case of hot-1 at `to`, accepted at `accepted`. */
-    const both = async (to: number, accepted: number, windowMs = figure.windowMs) => {
+    const both = async (to: number, accepted: number, windowMs = figure.windowMs, asked = figure) => {
       const caseId = crypto.randomUUID();
       const fromWindow = await windows.count(db, {
         tenantId: partner.tenantId,
         entityId: entityId(partner.tenantId, "customer", "hot-1"),
-        distinctType: "iban",
+        fn: asked.function,
+        distinctType: asked.distinct ?? null,
+        currency: asked.function === "count" ? null : "EUR",
+        caseType: asked.caseType ?? null,
         from: new Date(to - windowMs),
         to: new Date(to),
         acceptedBefore: new Date(accepted),
@@ -342,7 +345,7 @@ describe("the aggregate node", () => {
           time: new Date(to),
           createdAt: new Date(accepted),
         },
-        [{ ...figure, windowMs }],
+        [{ ...asked, windowMs }],
       );
       return { fromWindow, fromStatement };
     };
@@ -429,6 +432,37 @@ describe("the aggregate node", () => {
       expect(fromWindow, `window ending ${new Date(to).toISOString()}, ${windowMs / DAY} days`).toBe(
         fromStatement,
       );
+    }
+    // Counts, sums, averages and bounds from a window of their own, among amounts that binary
+    // fractions cannot hold, another currency, and KYC cases of the same customer.
+    const payments: Payment[] = [
+      { customer: "hot-1", amount: 0.1, time: Date.now() - T - 3 * DAY },
+      { customer: "hot-1", amount: 0.7, time: Date.now() - T - DAY },
+      { customer: "hot-1", amount: 1.3, time: Date.now() - T, currency: "USD" },
+      { customer: "hot-1", amount: 2.9, time: Date.now() - T },
+      { customer: "hot-1", amount: 0, time: Date.now() - T, type: "KYC" },
+    ];
+    for (const payment of payments) await submit(partner, payment);
+    const others: Figure[] = [
+      { function: "count", by: "customer", windowMs: 7 * DAY },
+      { function: "count", by: "customer", windowMs: DAY, caseType: "KYC" },
+      { function: "sum", by: "customer", windowMs: 7 * DAY },
+      { function: "avg", by: "customer", windowMs: 30 * DAY },
+      { function: "min", by: "customer", windowMs: 2 * DAY },
+      { function: "max", by: "customer", windowMs: 7 * DAY, caseType: "Transaction" },
+      { function: "sum", by: "customer", windowMs: 3_600_000, caseType: "KYC" },
+    ];
+    for (let i = 0; i < 30; i++) {
+      const asked = others[i % others.length] as Figure;
+      const to = i < others.length ? Date.now() : Date.now() - Math.floor(random() * 5 * DAY);
+      const accepted = i % 3 === 0 ? to - Math.floor(random() * DAY) : Date.now();
+      const { fromWindow, fromStatement } = await both(to, accepted, asked.windowMs, asked);
+      expect(
+        fromWindow,
+        `${asked.function} over ${asked.windowMs / DAY} days ending ${new Date(to).toISOString()}`,
+      ).toBe(fromStatement);
+      if (i === 1) expect(fromStatement).toBe(1);
+      if (i === 2) expect(fromStatement).toBeGreaterThan(3.7);
     }
   });
 

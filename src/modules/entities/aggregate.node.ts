@@ -21,7 +21,7 @@ import {
   type Figure,
   windowOf,
 } from "./history.js";
-import { ENTITY_TYPES } from "./keys.js";
+import { ENTITY_TYPES, transactionAmount } from "./keys.js";
 
 // The `aggregate` node (contract section 7, "History"): figures over the tenant's past cases
 // linked to this case's entities, read by later nodes as `nodes.<id>.<name>`.
@@ -128,15 +128,32 @@ async function statementFigures(
   }
 }
 
-/** A figure a kept window answers: a distinct count over one key known as long, with no filter. */
+/**
+ * A figure a kept window answers: over one key known as long, with no filter on the current
+ * decision or a tag (those change after a case is accepted); a distinct count of another type
+ * than the key's, with no filter at all.
+ */
 function windowAskOf(kase: NodeCase, figure: Figure): DistinctAsk | undefined {
-  if (figure.function !== "countDistinct" || !figure.distinct || figure.distinct === figure.by)
-    return undefined;
-  if (figure.caseType || figure.decision || figure.tag) return undefined;
+  if (figure.decision || figure.tag) return undefined;
+  const distinct = figure.function === "countDistinct";
+  if (distinct && (!figure.distinct || figure.distinct === figure.by || figure.caseType)) return undefined;
   const by = entityIdsByType(kase).get(figure.by);
   const entityId = by?.length === 1 ? by[0] : undefined;
   if (!entityId || !longHistories.has(entityId)) return undefined;
-  return { ...windowOf(kase, figure), entityId, distinctType: figure.distinct };
+  let currency: string | null = null;
+  if (AMOUNT_FUNCTIONS.includes(figure.function)) {
+    currency = transactionAmount(kase.subject).currency;
+    // No currency, no amount to add: the statement's way gives the empty value at once.
+    if (currency === null) return undefined;
+  }
+  return {
+    ...windowOf(kase, figure),
+    entityId,
+    fn: figure.function,
+    distinctType: distinct ? (figure.distinct ?? null) : null,
+    currency,
+    caseType: figure.caseType ?? null,
+  };
 }
 
 /**

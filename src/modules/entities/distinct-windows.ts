@@ -1,7 +1,14 @@
 import { CompiledQuery } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
 import { ACCEPTED_LAG_SECONDS } from "../cases/index.js";
-import { entityIdsByType, type Figure, type HistoryCase, PEER_HIGH, PEER_LOW } from "./history.js";
+import {
+  type AggregateFunction,
+  entityIdsByType,
+  type Figure,
+  type HistoryCase,
+  PEER_HIGH,
+  PEER_LOW,
+} from "./history.js";
 
 // A `countDistinct` over a key with a long history, answered from the key's links kept in this
 // process instead of made distinct by the database at every case (decision 0021, "countDistinct
@@ -66,11 +73,20 @@ export class LongHistories {
   }
 }
 
-/** One figure a window answers: the distinct entities of one type on one key's cases. */
+/**
+ * One figure a kept window answers over one key's cases: a distinct count of the entities of one
+ * type, or a count or an amount's sum, average or bound (of the cases in `currency`), of cases of
+ * `caseType` if given.
+ */
 export interface DistinctAsk {
   tenantId: string;
   entityId: string;
-  distinctType: string;
+  fn: AggregateFunction;
+  /** The type a `countDistinct` counts; null for the other functions. */
+  distinctType: string | null;
+  /** The case's currency, for the functions of an amount. */
+  currency: string | null;
+  caseType: string | null;
   /** The window: cases whose time lies in (from, to], accepted before `acceptedBefore`, other than `caseId`. */
   from: Date;
   to: Date;
@@ -85,6 +101,34 @@ interface Link {
   peers: string[];
   /** A link without peers (a case of more keys than a link carries): the statement's to count. */
   wide: boolean;
+  caseType: string;
+  currency: string | null;
+  amount: number | null;
+}
+
+/**
+ * A figure as the statement gives it: its value goes through `numeric`, which keeps 15
+ * significant digits of a double precision.
+ */
+function asStatement(value: number): number {
+  return Number(value.toPrecision(15));
+}
+
+/** The order of a key's index range, read backwards: by time, then by case id. */
+function byTimeThenId(x: Link, y: Link): number {
+  return x.time - y.time || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
+}
+
+/** Where `link` goes in `links`, sorted by time and case id. */
+function placeOf(links: readonly Link[], link: Link): number {
+  let lo = 0;
+  let hi = links.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (byTimeThenId(links[mid] as Link, link) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** The first index of `links` whose `field` is greater than `value` (they are sorted by it). */
@@ -122,6 +166,8 @@ class Kept {
 
   /** Links with no peers kept: while there are none, no window holds one. */
   wide = 0;
+  /** The longest window asked of it, whose start (less a day) bounds what it keeps. */
+  reach = 0;
 
   constructor(
     public lo: number,
@@ -158,7 +204,7 @@ class Kept {
     if (this.byId.has(link.id) || link.time <= this.lo) return false;
     this.byId.set(link.id, link);
     if (link.wide) this.wide++;
-    this.byTime.splice(after(this.byTime, "time", link.time), 0, link);
+    this.byTime.splice(placeOf(this.byTime, link), 0, link);
     this.byAccepted.splice(after(this.byAccepted, "accepted", link.accepted), 0, link);
     if (link.time <= this.a) {
       this.iLo++;
@@ -184,7 +230,7 @@ class Kept {
       this.byAccepted.push(link);
       added++;
     }
-    this.byTime.sort((x, y) => x.time - y.time);
+    this.byTime.sort(byTimeThenId);
     this.byAccepted.sort((x, y) => x.accepted - y.accepted);
     this.counts.clear();
     this.distinct = 0;
@@ -247,6 +293,52 @@ class Kept {
     return distinct;
   }
 
+  /**
+   * A count, or a sum, average, least or greatest amount, over the links of `(a, b]` accepted
+   * before `before`, other than `caseId`, of `caseType` and in `currency` where given: as the
+   * statement computes it, the amounts added from the latest case back, in its index's order,
+   * and rounded as it rounds them.
+   */
+  aggregate(
+    fn: AggregateFunction,
+    a: number,
+    b: number,
+    ask: { before: number; caseId: string; caseType: string | null; currency: string | null },
+  ): number | null {
+    const lo = after(this.byTime, "time", a);
+    const amounts = fn !== "count";
+    let n = 0;
+    let sum: number | null = null;
+    let min: number | null = null;
+    let max: number | null = null;
+    for (let i = after(this.byTime, "time", b) - 1; i >= lo; i--) {
+      const link = this.byTime[i] as Link;
+      if (link.accepted >= ask.before || link.id === ask.caseId) continue;
+      if (ask.caseType !== null && link.caseType !== ask.caseType) continue;
+      if (amounts) {
+        if (link.amount === null || link.currency !== ask.currency) continue;
+        sum = sum === null ? link.amount : sum + link.amount;
+        if (min === null || link.amount < min) min = link.amount;
+        if (max === null || link.amount > max) max = link.amount;
+      }
+      n++;
+    }
+    switch (fn) {
+      case "count":
+        return n;
+      case "sum":
+        return asStatement(sum ?? 0);
+      case "avg":
+        return sum === null ? null : asStatement(sum / n);
+      case "min":
+        return min === null ? null : asStatement(min);
+      case "max":
+        return max === null ? null : asStatement(max);
+      default:
+        throw new Error(`a kept window does not compute ${fn} this way`);
+    }
+  }
+
   /** Forgets the links at or before `lo`, which no window from `a` on reaches. */
   trim(lo: number): number {
     if (lo <= this.lo) return 0;
@@ -278,7 +370,7 @@ const MAX_LINKS = 200_000;
 /** How long a read of the transactions in progress is used for the reads that begin after it. */
 const HORIZON_REUSE_MS = 50;
 
-type LinkRow = [string, number, number, string[] | null, boolean];
+type LinkRow = [string, number, number, string[] | null, boolean, string, string | null, number | null];
 
 /**
  * What every read of a key's links needs first: a time before which nothing it cannot see was
@@ -310,7 +402,7 @@ const LINK_JSON = `json_build_array(l.case_id,
   extract(epoch FROM l.accepted_at) * 1000,
   (SELECT array_agg(p) FROM unnest(l.peers) p
    WHERE p BETWEEN entity_peer('${PEER_LOW}'::uuid, $3) AND entity_peer('${PEER_HIGH}'::uuid, $3)),
-  l.peers IS NULL)`;
+  l.peers IS NULL, l.case_type, l.currency, l.amount)`;
 
 export class DistinctWindows {
   readonly #kept = new Map<string, Kept>();
@@ -329,8 +421,9 @@ export class DistinctWindows {
    *
    * One key's figures take turns, so that each read begins after the last one ended.
    */
-  async count(db: Executor, ask: DistinctAsk, wholeDb: Executor = db): Promise<number | undefined> {
-    const key = `${ask.entityId}:${ask.distinctType}`;
+  async count(db: Executor, ask: DistinctAsk, wholeDb: Executor = db): Promise<number | null | undefined> {
+    // A distinct count keeps its key's peers of its type; the other functions share a window.
+    const key = `${ask.entityId}:${ask.distinctType ?? ""}`;
     const turn = (this.#turns.get(key) ?? Promise.resolve())
       .catch(() => undefined)
       .then(() => this.#countInTurn(db, wholeDb, key, ask));
@@ -367,7 +460,7 @@ export class DistinctWindows {
     wholeDb: Executor,
     key: string,
     ask: DistinctAsk,
-  ): Promise<number | undefined> {
+  ): Promise<number | null | undefined> {
     const paused = this.#paused.get(key);
     if (paused !== undefined) {
       if (paused > Date.now()) return undefined;
@@ -399,9 +492,18 @@ export class DistinctWindows {
         kept.since = horizon;
       }
       kept.used = Date.now();
-      const counted = kept.count(from, to, before, ask.caseId);
-      this.#trim(key, kept, from);
-      return counted;
+      kept.reach = Math.max(kept.reach, to - from);
+      const value =
+        ask.fn === "countDistinct"
+          ? kept.count(from, to, before, ask.caseId)
+          : kept.aggregate(ask.fn, from, to, {
+              before,
+              caseId: ask.caseId,
+              caseType: ask.caseType,
+              currency: ask.currency,
+            });
+      this.#trim(key, kept, to - kept.reach);
+      return value;
     } catch (err) {
       // Past the budget (a first read of a long window on a busy database): the statement answers
       // this key's figures for a minute, rather than a read cancelled again at every case.
@@ -453,12 +555,15 @@ export class DistinctWindows {
   }
 
   #merge(kept: Kept, rows: readonly LinkRow[]): void {
-    const links = rows.map(([id, time, accepted, peers, wide]) => ({
+    const links = rows.map(([id, time, accepted, peers, wide, caseType, currency, amount]) => ({
       id,
       time: Number(time),
       accepted: Number(accepted),
       peers: peers ?? [],
       wide,
+      caseType,
+      currency,
+      amount: amount === null ? null : Number(amount),
     }));
     if (links.length > BULK) this.#links += kept.load(links);
     else for (const link of links) if (kept.insert(link)) this.#links++;
