@@ -358,7 +358,7 @@ class Kept {
 }
 
 /** Links whose case time lies more than this before their acceptance are read by acceptance (migration 0029). */
-const LATE_CASE = "interval '15 minutes'";
+const LATE_CASE = "interval '1 minute'";
 /** How far before the latest window's start a key's links are kept. */
 const BEHIND_MS = 86_400_000;
 /** How long a key whose window could not be read within the budget is left to the statement. */
@@ -528,7 +528,7 @@ export class DistinctWindows {
   /**
    * The key's links accepted since the last read's horizon: those of recent case times from the
    * key's index range, and the late ones (a case time well before the acceptance) from the index
-   * of late links. Both are short: the links of a few minutes.
+   * of late links. Both are short: the key's links of the minute before the horizon and since.
    */
   async #readSince(db: Executor, ask: DistinctAsk, kept: Kept): Promise<LinkRow[]> {
     const since = new Date(kept.since);
