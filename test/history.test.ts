@@ -387,7 +387,7 @@ describe("the aggregate node", () => {
           `INSERT INTO case_entities (case_id, entity_id, tenant_id, entity_type, role, case_time,
              accepted_at, case_type, amount, currency, peers)
            VALUES ($1, $2, $3, 'customer', 'sender', now() - interval '1 day',
-             now() - interval '9.5 seconds', 'Transaction', 5, 'EUR', ARRAY[entity_peer($4, 'iban')])`,
+             now() - interval '0.9 seconds', 'Transaction', 5, 'EUR', ARRAY[entity_peer($4, 'iban')])`,
           [
             crypto.randomUUID(),
             entityId(partner.tenantId, "customer", "hot-1"),
@@ -398,7 +398,9 @@ describe("the aggregate node", () => {
         // Until the link's transaction is older than the acceptance lag, so that a read's own
         // time less the lag is past the link's acceptance.
         for (;;) {
-          const { rows } = await other.query("SELECT clock_timestamp() - now() > interval '1 second' AS old");
+          const { rows } = await other.query(
+            "SELECT clock_timestamp() - now() > interval '0.5 seconds' AS old",
+          );
           if (rows[0].old) break;
         }
         const during = await both(Date.now(), Date.now());

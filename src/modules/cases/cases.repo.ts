@@ -97,7 +97,7 @@ export const START_NOTIFICATION = "engine.start";
  * knows the oldest transaction in progress then knows that nothing it cannot see yet was accepted
  * more than this before that (the kept windows of long histories, decision 0021).
  */
-export const ACCEPTED_LAG_SECONDS = 10;
+export const ACCEPTED_LAG_SECONDS = 1;
 
 export async function insertCases(
   db: Executor,
