@@ -119,13 +119,13 @@ function byTimeThenId(x: Link, y: Link): number {
   return x.time - y.time || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
 }
 
-/** Where `link` goes in `links`, sorted by time and case id. */
-function placeOf(links: readonly Link[], link: Link): number {
+/** The first index of sorted `links` past every link `atOrBefore` holds for. */
+function firstAfter(links: readonly Link[], atOrBefore: (link: Link) => boolean): number {
   let lo = 0;
   let hi = links.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (byTimeThenId(links[mid] as Link, link) <= 0) lo = mid + 1;
+    if (atOrBefore(links[mid] as Link)) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -133,14 +133,12 @@ function placeOf(links: readonly Link[], link: Link): number {
 
 /** The first index of `links` whose `field` is greater than `value` (they are sorted by it). */
 function after(links: readonly Link[], field: "time" | "accepted", value: number): number {
-  let lo = 0;
-  let hi = links.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((links[mid] as Link)[field] <= value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return firstAfter(links, (l) => l[field] <= value);
+}
+
+/** Where `link` goes in `links`, sorted by time and case id. */
+function placeOf(links: readonly Link[], link: Link): number {
+  return firstAfter(links, (l) => byTimeThenId(l, link) <= 0);
 }
 
 /**
