@@ -112,6 +112,50 @@ describe("emitEvent", () => {
     expect((await rowsOf(caseId)).deliveries).toHaveLength(1);
   });
 
+  it("writes a delivered event once, in its delivery, and a dry run's in recorded_events; the events view shows each once", async () => {
+    const { tenantId, caseId } = await newCase();
+    await configureWebhook(h.app, adminHeaders, tenantId, { url: "https://hooks.example.test/rfi" }, "rfi");
+    const [deliveredId, dryRunId] = await h.ctx.db.transaction((tx) =>
+      emitEvents(tx, [
+        rfiRequested(tenantId, caseId, "rfi"),
+        { ...rfiRequested(tenantId, caseId, "rfi"), dryRun: true },
+      ]),
+    );
+    const recorded = await h.ctx.db.root
+      .selectFrom("recorded_events")
+      .select("id")
+      .where("case_id", "=", caseId)
+      .execute();
+    expect(recorded.map((r) => r.id)).toEqual([dryRunId]);
+    // A redelivery is the same event: the view still shows it once.
+    const [delivery] = (await rowsOf(caseId)).deliveries;
+    const res = await h.app.inject({
+      method: "POST",
+      url: `/admin/webhook-deliveries/${delivery?.id}/redeliver`,
+      headers: adminHeaders,
+    });
+    expect(res.statusCode, res.body).toBe(202);
+    const { events, deliveries } = await rowsOf(caseId);
+    expect(deliveries).toHaveLength(2);
+    expect(events.map((e) => e.id).sort()).toEqual([deliveredId, dryRunId].sort());
+    // A process of the previous build still inserts into `events`, with a delivery beside it: its
+    // event lands in the table and the view shows it once.
+    const oldId = "0190a8e4-0000-7000-8000-000000000001";
+    await sql`INSERT INTO events (id, tenant_id, case_id, event_type, webhook_key, payload)
+              VALUES (${oldId}::uuid, ${tenantId}::uuid, ${caseId}::uuid, 'case.rfi_requested', NULL, '{"a":1}'::jsonb)`.execute(
+      h.ctx.db.root,
+    );
+    await sql`INSERT INTO webhook_deliveries (id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body, status, completed_at)
+              VALUES (${"0190a8e4-0000-7000-8000-000000000002"}::uuid, ${tenantId}::uuid, ${oldId}::uuid, ${caseId}::uuid,
+                      'case.rfi_requested', 'default', ${"0b6f7c1e-2f43-4f0e-9a51-8d2f3c4b5a70"}::uuid, '{"webhookId":"x","a":1}', 'failed', now())`.execute(
+      h.ctx.db.root,
+    );
+    const old = (await rowsOf(caseId)).events.filter((e) => e.id === oldId);
+    expect(old).toEqual([
+      expect.objectContaining({ event_type: "case.rfi_requested", webhook_key: null, payload: { a: 1 } }),
+    ]);
+  });
+
   it("records an event whose configuration does not exist as a failed delivery naming it, with no job", async () => {
     const { tenantId, caseId } = await newCase();
     await h.ctx.db.transaction((tx) => emitEvent(tx, rfiRequested(tenantId, caseId, "nowhere")));

@@ -43,15 +43,16 @@ export interface NewEvent {
 }
 
 /**
- * Writes an event to the outbox in the caller's transaction, together with its delivery (body
- * serialized, webhookId chosen, due at once): a change that commits always has its event and its
- * delivery, a change that rolls back has neither. The delivery row is its own queue entry
- * (decision 0007); the statement wakes the delivery workers on commit.
+ * Writes an event in the caller's transaction as its delivery (body serialized, webhookId chosen,
+ * due at once): a change that commits always has its event and its delivery, a change that rolls
+ * back has neither. The delivery row is its own queue entry (decision 0007) and the event's one
+ * record (decision 0034: the `events` view shows it); the statement wakes the delivery workers on
+ * commit.
  *
- * Events of a dry run get no delivery. An event whose webhook configuration does not exist is
- * recorded as a failed delivery naming it (an operator can redeliver it once it exists), with no
- * attempt: most tenants of a busy service have none, and their events must not cost a delivery's
- * round of row updates.
+ * Events of a dry run get no delivery: they are recorded in `recorded_events`. An event whose
+ * webhook configuration does not exist is recorded as a failed delivery naming it (an operator can
+ * redeliver it once it exists), with no attempt: most tenants of a busy service have none, and
+ * their events must not cost a delivery's round of row updates.
  */
 export async function emitEvent(tx: Executor, event: NewEvent): Promise<string> {
   const [id] = await emitEvents(tx, [event]);
@@ -61,26 +62,28 @@ export async function emitEvent(tx: Executor, event: NewEvent): Promise<string> 
 /** `emitEvent` for many events in one statement: events are the service's most frequent write. */
 export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<string[]> {
   if (events.length === 0) return [];
-  const rows = events.map((event) => {
-    const webhookId = uuid();
-    return {
-      id: orderedUuid(),
-      event,
-      deliveryId: orderedUuid(),
-      webhookId,
-      webhookKey: event.webhookKey ?? DEFAULT_WEBHOOK_KEY,
-      body: serializeBody(webhookId, event.payload),
-    };
-  });
-  const eventValues = sql.join(
-    rows.map(
+  const rows = events.map((event) => ({ id: orderedUuid(), event }));
+  const recorded = rows.filter((r) => r.event.dryRun);
+  const recordedValues = sql.join(
+    recorded.map(
       (r) =>
         sql`(${r.id}::uuid, ${r.event.tenantId}::uuid, ${r.event.caseId}::uuid, ${r.event.type}, ${r.event.webhookKey}, ${JSON.stringify(r.event.payload)}::jsonb)`,
     ),
   );
-  const delivered = rows.filter((r) => !r.event.dryRun);
+  const delivered = rows
+    .filter((r) => !r.event.dryRun)
+    .map((r) => {
+      const webhookId = uuid();
+      return {
+        ...r,
+        deliveryId: orderedUuid(),
+        webhookId,
+        webhookKey: r.event.webhookKey ?? DEFAULT_WEBHOOK_KEY,
+        body: serializeBody(webhookId, r.event.payload),
+      };
+    });
   if (delivered.length === 0) {
-    await sql`INSERT INTO events (id, tenant_id, case_id, event_type, webhook_key, payload) VALUES ${eventValues}`.execute(
+    await sql`INSERT INTO recorded_events (id, tenant_id, case_id, event_type, webhook_key, payload) VALUES ${recordedValues}`.execute(
       tx,
     );
     return rows.map((r) => r.id);
@@ -103,10 +106,14 @@ export async function emitEvents(tx: Executor, events: NewEvent[]): Promise<stri
   let result: { rows: Array<Record<string, unknown>> };
   try {
     result = await sql<Record<string, unknown>>`
-      WITH event AS (
-        INSERT INTO events (id, tenant_id, case_id, event_type, webhook_key, payload)
-        VALUES ${eventValues}
-      ),
+      WITH ${
+        recorded.length > 0
+          ? sql`recorded AS (
+        INSERT INTO recorded_events (id, tenant_id, case_id, event_type, webhook_key, payload)
+        VALUES ${recordedValues}
+      ),`
+          : sql``
+      }
       routed AS (
         SELECT d.*, c.url, c.secrets, c.secrets_sealed, c.active_secret_id, c.max_attempts, c.timeout_ms,
                c.url IS NOT NULL AS configured

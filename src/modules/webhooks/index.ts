@@ -29,7 +29,14 @@ export { sealStoredWebhookSecrets };
 
 /** Webhook endpoints, their secrets, delivery of events and its log. */
 export const webhooksModule = feature("webhooks", {
-  tables: ["webhook_configs", "events", "webhook_deliveries", "webhook_attempts", "webhook_claims"],
+  tables: [
+    "webhook_configs",
+    "events",
+    "recorded_events",
+    "webhook_deliveries",
+    "webhook_attempts",
+    "webhook_claims",
+  ],
   openapi: { webhooks: webhooksSection },
   // Delivery runs on a worker of its own, never on the general one: its attempts wait on
   // partners' endpoints, and must not take the slots of workflow steps. Its queue is the pending

@@ -85,8 +85,13 @@ export interface WebhookClaimsTable {
 
 /** Row types of this module's tables, added to the platform's Database type below. */
 export interface WebhooksTables {
-  /** The events outbox: every event, kept with the deliveries it causes. */
+  /**
+   * Every event (a view, decision 0034): each delivered event's first delivery, and the rows of
+   * `recorded_events`. Read only.
+   */
   events: EventsTable;
+  /** The events that have no delivery (a dry run's), and every event written before migration 0030. */
+  recorded_events: EventsTable;
   webhook_configs: WebhookConfigsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
