@@ -12,10 +12,12 @@ import {
 } from "../src/modules/entities/history.js";
 import { entityId } from "../src/modules/entities/keys.js";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
+import { metricsRegistry } from "../src/platform/metrics.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { runCds } from "./support/cli.js";
 import { adminHeaders, createPartner, enableTags, type Partner } from "./support/fixtures.js";
 import { traceFigures, velocityWorkflow as velocity } from "./support/history.js";
+import { sample } from "./support/metrics.js";
 import { createWorkflow, waitForCase } from "./support/workflows.js";
 
 let h: TestApp;
@@ -495,6 +497,53 @@ describe("the aggregate node", () => {
     // Each new IBAN counts once: the first case's is new, the second's too, the third repeats the first's.
     expect(b?.ibans).toBe((a?.ibans ?? 0) + 1);
     expect(c?.ibans).toBe((a?.ibans ?? 0) + 2);
+  });
+
+  it("reads a long key's links once for all of a node's figures, the shortest window asked first", async () => {
+    const partner = await partnerWith({
+      hour: { function: "count", by: "customer", window: "PT1H" },
+      week: { function: "sum", by: "customer", field: "amount", window: "P7D" },
+      n: { function: "count", by: "customer", window: "P7D" },
+    });
+    const template = await submit(partner, { customer: "template", amount: 1, time: Date.now() - T - HOUR });
+    await seedHistory(h.database.db, partner.tenantId, template, {
+      cases: LONG_HISTORY + 100,
+      hotCases: LONG_HISTORY + 100,
+      hotKeys: 1,
+      customers: 1,
+      ibans: 100,
+      days: 5,
+    });
+    const reads = async () => {
+      const text = await metricsRegistry.metrics();
+      return {
+        whole: sample(text, "cds_history_window_reads_total", { read: "whole" }) ?? 0,
+        new: sample(text, "cds_history_window_reads_total", { read: "new" }) ?? 0,
+      };
+    };
+    // The first case teaches the process that hot-1 is long (its week's count); the next ones ask
+    // its kept window for all three figures, the hour's count first.
+    const first = await submit(partner, { customer: "hot-1", amount: 5, time: Date.now() - T });
+    const before = await reads();
+    const second = await submit(partner, { customer: "hot-1", amount: 7, time: Date.now() - T });
+    const between = await reads();
+    const third = await submit(partner, { customer: "hot-1", amount: 9, time: Date.now() - T });
+    const after = await reads();
+    // One read of the week's links answers the hour's count too; the next case reads what is new.
+    expect(between.whole - before.whole).toBe(1);
+    expect(after.whole - between.whole).toBe(0);
+    expect(after.new - between.new).toBeGreaterThanOrEqual(1);
+    const [a, b, c] = (await Promise.all([first, second, third].map((id) => figuresOf(id)))) as Array<{
+      hour: number;
+      week: number;
+      n: number;
+    }>;
+    expect(a?.n).toBeGreaterThanOrEqual(LONG_HISTORY);
+    expect(b?.n).toBe((a?.n ?? 0) + 1);
+    expect(b?.week).toBe((a?.week ?? 0) + 5);
+    expect(c?.week).toBe((b?.week ?? 0) + 7);
+    expect(b?.hour).toBe((a?.hour ?? 0) + 1);
+    expect(c?.hour).toBe((a?.hour ?? 0) + 2);
   });
 
   it("keeps each tenant's history to itself", async () => {

@@ -70,6 +70,12 @@ export const webhookClaims = counter(
   ["outcome"],
 );
 
+export const historyWindowReads = counter(
+  "cds_history_window_reads_total",
+  "Reads of a key's kept window of links (decision 0021), by read: whole (every link of the window, once per process and key, or when a window reaches further back) or new (the links accepted since the last read)",
+  ["read"],
+);
+
 export const providerCalls = histogram(
   "cds_provider_call_seconds",
   "Vendor calls made by verification providers (each attempt), by broker and outcome: ok, failed (5xx, timeout, unreachable; retried), rejected (4xx)",

@@ -176,6 +176,11 @@ const figuresOf = batcherPer(
       });
       return { ask: { ...ask, figures: index.map((i) => ask.figures[i] as Figure) }, index };
     });
+    // A key's figures share one kept window: asked longest first, its first read spans them all
+    // (asked shortest first, the longer window would read the key's links again).
+    windowed.sort(
+      (x, y) => y.ask.to.getTime() - y.ask.from.getTime() - (x.ask.to.getTime() - x.ask.from.getTime()),
+    );
     const [fromStatement, fromWindows] = await Promise.all([
       statementFigures(
         tx,

@@ -1,5 +1,6 @@
 import { CompiledQuery } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
+import { historyWindowReads } from "../../platform/metrics.js";
 import { ACCEPTED_LAG_SECONDS } from "../cases/index.js";
 import {
   type AggregateFunction,
@@ -481,12 +482,14 @@ export class DistinctWindows {
         // connection with a longer budget (tens of milliseconds for 33,000 links, once).
         const whole = new Kept(from - BEHIND_MS, horizon);
         const rows = await this.#readWhole(wholeDb, ask, whole);
+        historyWindowReads.inc({ read: "whole" });
         this.#drop(key, this.#kept.get(key));
         this.#kept.set(key, whole);
         this.#merge(whole, rows);
         kept = whole;
       } else {
         this.#merge(kept, await this.#readSince(db, ask, kept));
+        historyWindowReads.inc({ read: "new" });
         kept.since = horizon;
       }
       kept.used = Date.now();
