@@ -95,6 +95,18 @@ async function partnerWith(aggregates: Record<string, Record<string, unknown>>):
   return partner;
 }
 
+/** A long history of one customer, hot-1 (LONG_HISTORY + 100 cases), over `days` up to now. */
+async function seedHotCustomer(partner: Partner, spread: { ibans: number; days: number }): Promise<void> {
+  const template = await submit(partner, { customer: "template", amount: 1, time: Date.now() - T - HOUR });
+  await seedHistory(h.database.db, partner.tenantId, template, {
+    cases: LONG_HISTORY + 100,
+    hotCases: LONG_HISTORY + 100,
+    hotKeys: 1,
+    customers: 1,
+    ...spread,
+  });
+}
+
 describe("the aggregate node", () => {
   it("counts, sums, averages and bounds the customer's other cases in the window ending at the case's own time", async () => {
     const partner = await partnerWith({
@@ -475,15 +487,7 @@ describe("the aggregate node", () => {
       n: { function: "count", by: "customer", window: "P30D" },
       ibans: { function: "countDistinct", by: "customer", distinct: "iban", window: "P30D" },
     });
-    const template = await submit(partner, { customer: "template", amount: 1, time: Date.now() - T - HOUR });
-    await seedHistory(h.database.db, partner.tenantId, template, {
-      cases: LONG_HISTORY + 100,
-      hotCases: LONG_HISTORY + 100,
-      hotKeys: 1,
-      customers: 1,
-      ibans: 3_000,
-      days: 20,
-    });
+    await seedHotCustomer(partner, { ibans: 3_000, days: 20 });
     // The first case teaches the process that hot-1 is long; the others use its kept window.
     const ids: string[] = [];
     for (const iban of ["GB29NWBK60161331926819", "DE89370400440532013000", "GB29NWBK60161331926819"]) {
@@ -505,15 +509,7 @@ describe("the aggregate node", () => {
       week: { function: "sum", by: "customer", field: "amount", window: "P7D" },
       n: { function: "count", by: "customer", window: "P7D" },
     });
-    const template = await submit(partner, { customer: "template", amount: 1, time: Date.now() - T - HOUR });
-    await seedHistory(h.database.db, partner.tenantId, template, {
-      cases: LONG_HISTORY + 100,
-      hotCases: LONG_HISTORY + 100,
-      hotKeys: 1,
-      customers: 1,
-      ibans: 100,
-      days: 5,
-    });
+    await seedHotCustomer(partner, { ibans: 100, days: 5 });
     const reads = async () => {
       const text = await metricsRegistry.metrics();
       return {
