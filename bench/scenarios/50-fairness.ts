@@ -334,23 +334,15 @@ const scenario: Scenario = {
     );
     // The same cases pooled over the rounds of each kind: one p99 of about five hundred cases a round
     // times the rounds, less moved by one round's pause of the machine than the median of the rounds' p99s.
-    const pooled = await server.withDb(async (db) => ({
-      alone: await latencyOf(
-        db,
-        ordinary.tenantId,
-        alone.map((r) => r.window),
-      ),
-      together: await latencyOf(
-        db,
-        ordinary.tenantId,
-        together.map((r) => r.window),
-      ),
-      hostile: await latencyOf(
-        db,
-        ordinary.tenantId,
-        hostileRuns.map((r) => r.window),
-      ),
-    }));
+    const pooled = await server.withDb(async (db) => {
+      const over = (runs: Run[]) =>
+        latencyOf(
+          db,
+          ordinary.tenantId,
+          runs.map((r) => r.window),
+        );
+      return { alone: await over(alone), together: await over(together), hostile: await over(hostileRuns) };
+    });
     const pooledRatio = pooled.together.p99Ms / pooled.alone.p99Ms;
     const pooledHostileRatio = pooled.hostile.p99Ms / pooled.alone.p99Ms;
     const hostileOutcomes = await others.withDb(async (db) => {
