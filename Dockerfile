@@ -25,4 +25,5 @@ USER node
 EXPOSE 8080
 # A worker (CDS_ROLE=worker) answers /health on CDS_METRICS_PORT, which it then needs.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 CMD ["node", "-e", "const e=process.env;fetch('http://127.0.0.1:'+((e.CDS_ROLE==='worker'?e.CDS_METRICS_PORT:e.PORT)||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-CMD ["node", "dist/main.js", "serve"]
+# The node flags of src/platform/node-flags.ts (decision 0035), as `npm start` passes them.
+CMD ["node", "--max-semi-space-size=32", "dist/main.js", "serve"]

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { SERVICE_NODE_FLAGS } from "../../src/platform/node-flags.js";
 import { createDatabase } from "./database.js";
 import { PROJECT_ROOT } from "./server.js";
 
@@ -14,11 +15,16 @@ export interface BareServer {
 export async function startBareServer(database: "postgres" | "pglite"): Promise<BareServer> {
   const db = database === "postgres" ? await createDatabase() : undefined;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cds-bare-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/lib/bare-insert-server.ts"], {
-    cwd: PROJECT_ROOT,
-    env: { ...process.env, DATABASE_URL: db?.url ?? "", CDS_DATA_DIR: dataDir },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  // The service's node flags: the baseline runs as the service does.
+  const child = spawn(
+    process.execPath,
+    [...SERVICE_NODE_FLAGS, "--import", "tsx", "bench/lib/bare-insert-server.ts"],
+    {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, DATABASE_URL: db?.url ?? "", CDS_DATA_DIR: dataDir },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let output = "";
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout?.on("data", (chunk: Buffer) => {

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { OperatorClient } from "../../src/platform/cli/client.js";
 import { randomBase62 } from "../../src/platform/crypto.js";
 import { type Db, openDb } from "../../src/platform/db/index.js";
+import { SERVICE_NODE_FLAGS } from "../../src/platform/node-flags.js";
 import { createDatabase } from "./database.js";
 import { provisionPartner } from "./provision.js";
 import type { BenchServer, ServerOptions } from "./types.js";
@@ -29,11 +30,16 @@ async function spawnService(
 ): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   // BENCH_SERVICE_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service.
   const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/main.ts", command], {
-    cwd: PROJECT_ROOT,
-    env: { ...process.env, CDS_LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  // The flags `npm start` runs the service with, then the bench's own (a later flag wins).
+  const child = spawn(
+    process.execPath,
+    [...SERVICE_NODE_FLAGS, ...nodeArgs, "--import", "tsx", "src/main.ts", command],
+    {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, CDS_LOG_LEVEL: "info", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let output = "";
   const match = await new Promise<RegExpExecArray>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
