@@ -67,7 +67,10 @@ export function decisionsIn(cases: readonly CaseSummary[]): Decisions {
   const created = decided.map((c) => Date.parse(c.createdAt));
   const at = decided.map((c) => Date.parse(c.decision?.decidedAt as string));
   const latencies = decided.map((_, i) => (at[i] as number) - (created[i] as number));
-  const span = (Math.max(...at) - Math.min(...created)) / 1000;
+  // A loop, not Math.max(...at): a run of more than about 120,000 cases overflows the stack.
+  const last = at.reduce((a, b) => Math.max(a, b), Number.NEGATIVE_INFINITY);
+  const first = created.reduce((a, b) => Math.min(a, b), Number.POSITIVE_INFINITY);
+  const span = (last - first) / 1000;
   return {
     decided: decided.length,
     failed,
@@ -100,6 +103,9 @@ interface Counters {
   otherCommits: number;
   /** The server's WAL position: other databases write to the same WAL. */
   wal: string;
+  /** Checkpoints the server has made (timed and requested), and when its latest began. */
+  checkpoints: number;
+  checkpointAt: Date;
   tables: Map<string, { ins: number; upd: number; del: number; hot: number }>;
 }
 
@@ -113,10 +119,15 @@ async function counters(db: Db): Promise<Counters> {
     SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_del AS del, n_tup_hot_upd AS hot
     FROM pg_stat_user_tables`.execute(db.root);
   const { rows: wal } = await sql<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`.execute(db.root);
+  const { rows: checkpoint } = await sql<{ count: string; at: Date }>`
+    SELECT (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter) AS count,
+           (SELECT checkpoint_time FROM pg_control_checkpoint()) AS at`.execute(db.root);
   return {
     commits: Number(commits[0]?.mine ?? 0),
     otherCommits: Number(commits[0]?.others ?? 0),
     wal: wal[0]?.lsn ?? "0/0",
+    checkpoints: Number(checkpoint[0]?.count ?? 0),
+    checkpointAt: new Date(checkpoint[0]?.at ?? 0),
     tables: new Map(
       tables.map((t) => [
         t.relname,
@@ -150,6 +161,13 @@ export interface Work {
   serverWalBytes: number;
   /** False when the WAL was recycled before it could be read: `walBytes` is then the server's. */
   walInspected: boolean;
+  /**
+   * Checkpoints the server made while the cases ran, and how long before they began the latest
+   * one before them had begun: a page's first change after a checkpoint is written whole, so
+   * these decide how much of `fpiBytes` a window holds.
+   */
+  checkpointsDuring: number;
+  checkpointAgeSeconds: number;
   otherCommits: number;
   byTable: string[];
 }
@@ -167,6 +185,7 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
   // work before this measurement be counted before it starts.
   await sleep(11_000);
   const before = await server.withDb(counters);
+  const started = new Date();
   const decided = await run();
   await sleep(11_000);
   const after = await server.withDb(counters);
@@ -233,6 +252,8 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
     fpiByRelation: wal.images.map((i) => ({ relation: i.relation, bytes: i.bytes / decided })),
     serverWalBytes: wal.server / decided,
     walInspected: wal.inspected,
+    checkpointsDuring: after.checkpoints - before.checkpoints,
+    checkpointAgeSeconds: (started.getTime() - before.checkpointAt.getTime()) / 1000,
     otherCommits: after.otherCommits - before.otherCommits,
     byTable,
   };
@@ -252,7 +273,8 @@ export function workNotes(work: Work): string[] {
     work.walInspected
       ? `WAL per decided case: ${round(work.walBytes / 1024)} KB of this database's records (pg_walinspect), of which ` +
         `${round(work.fpiBytes / 1024)} KB full-page images; the server wrote ${round(work.serverWalBytes / 1024)} KB ` +
-        `per case in all, other databases committing ${work.otherCommits} transactions meanwhile` +
+        `per case in all, other databases committing ${work.otherCommits} transactions meanwhile; ` +
+        `${work.checkpointsDuring} checkpoints while the cases ran, the last before them ${round(work.checkpointAgeSeconds)} s before` +
         (work.fpiByRelation.length > 0
           ? `; full-page images per case by relation: ${work.fpiByRelation
               .map((i) => `${i.relation} ${round(i.bytes / 1024)} KB`)
