@@ -7,6 +7,7 @@ import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types
 import { ADMIN_TOKEN } from "./support/app.js";
 import { type Child, PROJECT_ROOT, runCommand } from "./support/children/process.js";
 import { createServerDatabase, SERVER_URL } from "./support/db.js";
+import { execForm, type Instruction, readStages } from "./support/dockerfile.js";
 import { adminHeaders } from "./support/fixtures.js";
 import { startTestS3 } from "./support/s3.js";
 import { kycSubject } from "./support/workflows.js";
@@ -24,25 +25,6 @@ import { kycSubject } from "./support/workflows.js";
  * stands in for it: CI's `npm ci` from the same lock file), and `npm cache clean`.
  */
 
-interface Instruction {
-  op: string;
-  args: string;
-}
-
-function readStages(): Instruction[][] {
-  const text = fs.readFileSync(path.join(PROJECT_ROOT, "Dockerfile"), "utf8").replace(/\\\n/g, " ");
-  const stages: Instruction[][] = [];
-  for (const line of text.split("\n")) {
-    const trimmed = line.trim();
-    if (trimmed === "" || trimmed.startsWith("#")) continue;
-    const [op = "", ...rest] = trimmed.split(/\s+/);
-    const instruction = { op: op.toUpperCase(), args: rest.join(" ") };
-    if (instruction.op === "FROM") stages.push([]);
-    stages.at(-1)?.push(instruction);
-  }
-  return stages;
-}
-
 function copyInto(dir: string, args: string): void {
   const parts = args.split(/\s+/);
   const dest = parts.pop() as string;
@@ -56,11 +38,6 @@ function parseEnv(args: string): Record<string, string> {
   return Object.fromEntries(
     [...args.matchAll(/([A-Z_]+)=(\S+)/g)].map((m) => [m[1] as string, m[2] as string]),
   );
-}
-
-/** The exec form of CMD or HEALTHCHECK CMD: a JSON array. */
-function execForm(args: string): string[] {
-  return JSON.parse(args.replace(/^(--\S+\s+)*CMD\s+/, "")) as string[];
 }
 
 const dirs: string[] = [];

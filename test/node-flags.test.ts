@@ -3,6 +3,7 @@ import path from "node:path";
 import { expect, it } from "vitest";
 import { SERVICE_NODE_FLAGS } from "../src/platform/node-flags.js";
 import { PROJECT_ROOT } from "./support/children/process.js";
+import { execForm, readStages } from "./support/dockerfile.js";
 
 /**
  * The service's node flags (decision 0035) must be on node's command line wherever the service is
@@ -14,10 +15,8 @@ function nodeFlagsOf(command: string[]): string[] {
   const at = command.indexOf("node");
   expect(at, `no node in ${JSON.stringify(command)}`).toBeGreaterThanOrEqual(0);
   const rest = command.slice(at + 1);
-  return rest.slice(
-    0,
-    rest.findIndex((arg) => !arg.startsWith("-")),
-  );
+  const script = rest.findIndex((arg) => !arg.startsWith("-"));
+  return script === -1 ? rest : rest.slice(0, script);
 }
 
 it("npm start runs node with the service's flags", () => {
@@ -32,9 +31,9 @@ it("npm start runs node with the service's flags", () => {
 });
 
 it("the image's CMD runs node with the service's flags", () => {
-  const text = fs.readFileSync(path.join(PROJECT_ROOT, "Dockerfile"), "utf8");
-  const cmd = text.split("\n").find((line) => line.startsWith("CMD "));
-  expect(cmd, "the Dockerfile has no CMD").toBeDefined();
-  const args = JSON.parse((cmd as string).slice("CMD ".length)) as string[];
-  expect(nodeFlagsOf(args)).toEqual([...SERVICE_NODE_FLAGS]);
+  const cmd = readStages()
+    .at(-1)
+    ?.find((i) => i.op === "CMD");
+  expect(cmd, "the Dockerfile's last stage has no CMD").toBeDefined();
+  expect(nodeFlagsOf(execForm((cmd as { args: string }).args))).toEqual([...SERVICE_NODE_FLAGS]);
 });
