@@ -170,6 +170,8 @@ export interface Work {
   checkpointAgeSeconds: number;
   otherCommits: number;
   byTable: string[];
+  /** Statements per case, where the server has `pg_stat_statements` loaded (else empty). */
+  statements: string[];
 }
 
 /**
@@ -184,11 +186,13 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
   // An idle backend reports its counters within 10 s (PostgreSQL's PGSTAT_IDLE_INTERVAL): let the
   // work before this measurement be counted before it starts.
   await sleep(11_000);
+  const statementsLoaded = await server.withDb(resetStatements);
   const before = await server.withDb(counters);
   const started = new Date();
   const decided = await run();
   await sleep(11_000);
   const after = await server.withDb(counters);
+  const statements = statementsLoaded ? await server.withDb((db) => statementsPerCase(db, decided)) : [];
   const wal = await server.withDb(async (db) => {
     const { rows: all } = await sql<{ bytes: string }>`
       SELECT pg_wal_lsn_diff(${after.wal}::pg_lsn, ${before.wal}::pg_lsn) AS bytes`.execute(db.root);
@@ -256,7 +260,45 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
     checkpointAgeSeconds: (started.getTime() - before.checkpointAt.getTime()) / 1000,
     otherCommits: after.otherCommits - before.otherCommits,
     byTable,
+    statements,
   };
+}
+
+/**
+ * Where the server has `pg_stat_statements` loaded (`shared_preload_libraries`; the scenarios never
+ * load it themselves), its statistics are reset before the counted cases so that `statementsPerCase`
+ * can say which statements their transactions were. False when it is not loaded.
+ */
+async function resetStatements(db: Db): Promise<boolean> {
+  try {
+    await sql`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`.execute(db.root);
+    await sql`SELECT pg_stat_statements_reset()`.execute(db.root);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The service's statements on this database since the reset, by calls per case (the first twenty). */
+async function statementsPerCase(db: Db, decided: number): Promise<string[]> {
+  // Statements that differ only in how many rows they carry are counted as one.
+  const { rows } = await sql<{ query: string; calls: string; ms: number }>`
+    SELECT regexp_replace(left(query, 70), '[[:space:]]+', ' ', 'g') AS query, sum(calls) AS calls,
+           sum(total_exec_time) AS ms
+    FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid AND d.datname = current_database()
+    WHERE query !~* 'pg_stat_statements'
+    GROUP BY 1 ORDER BY 2 DESC LIMIT 20`.execute(db.root);
+  const { rows: totals } = await sql<{ calls: string; entries: string; evicted: string }>`
+    SELECT sum(calls) AS calls, count(*) AS entries, (SELECT dealloc FROM pg_stat_statements_info) AS evicted
+    FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid AND d.datname = current_database()`.execute(
+    db.root,
+  );
+  const total = totals[0];
+  return [
+    `${round(Number(total?.calls ?? 0) / decided)} calls of ${total?.entries} statements in all ` +
+      `(${total?.evicted} evicted from the statistics meanwhile)`,
+    ...rows.map((r) => `${round(Number(r.calls) / decided)} calls, ${round(r.ms / decided)} ms: ${r.query}`),
+  ];
 }
 
 /** What the rows figure leaves out, if anything. */
@@ -282,5 +324,8 @@ export function workNotes(work: Work): string[] {
           : "")
       : `WAL per decided case: the server's ${round(work.serverWalBytes / 1024)} KB in all (its WAL was recycled ` +
         `before it could be read per database), other databases committing ${work.otherCommits} transactions meanwhile`,
+    ...(work.statements.length > 0
+      ? [`statements per decided case (pg_stat_statements): ${work.statements.join("; ")}`]
+      : []),
   ];
 }
