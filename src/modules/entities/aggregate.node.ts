@@ -1,5 +1,5 @@
 import { batcherPer } from "../../platform/batcher.js";
-import type { Db, Executor, Tx } from "../../platform/db/index.js";
+import { type Db, type Executor, type Tx, withinBudget } from "../../platform/db/index.js";
 import { CASE_TYPES, DECISION_VALUES } from "../case-model/index.js";
 import {
   describeEnd,
@@ -74,10 +74,11 @@ export interface AggregateNode {
 const AMOUNT_FUNCTIONS: readonly string[] = ["sum", "avg", "min", "max"];
 
 /**
- * How long one aggregate node's figures may take on PostgreSQL (decision 0021): they are read on
- * connections of their own whose statements PostgreSQL cancels past it, beside the step's
- * transaction, which they never hold up; the case then fails with a clear error instead of
- * holding a connection and a case lock. (The embedded database has one connection: no bound.)
+ * How long one aggregate node's figures may take on PostgreSQL (decision 0021): PostgreSQL cancels
+ * a read past it. A batch's figures are read in its transaction under this budget; a batch whose
+ * reads pass it reads them again on connections of their own, beside the transaction, each case
+ * with the whole budget, and a case whose figures alone pass it fails with a clear error instead
+ * of holding a connection and a case lock. (The embedded database has one connection: no bound.)
  */
 export const HISTORY_BUDGET_MS = 500;
 
@@ -156,17 +157,95 @@ function windowAskOf(kase: NodeCase, figure: Figure): DistinctAsk | undefined {
   };
 }
 
+/** A figure of a batch that a kept window answers: the case's index, the figure's, and the ask. */
+interface Windowed {
+  a: number;
+  i: number;
+  ask: DistinctAsk;
+}
+
+/** What a batch's reads bring: the statement's figures by case, and the kept windows' by `Windowed`. */
+interface Reads {
+  fromStatement: Array<Array<number | null> | null>;
+  fromWindows: Array<number | null | "cancelled">;
+}
+
+/** One figure from its key's kept window, or from the statement when a link has no peers. */
+async function windowFigure(
+  reader: Executor,
+  wholeReader: Executor,
+  asks: FiguresAsked[],
+  { a, i, ask }: Windowed,
+): Promise<number | null> {
+  const value = await windows.count(reader, ask, wholeReader);
+  if (value !== undefined) return value;
+  // A link of the window has no peers (a case of many keys): the statement's way.
+  const { kase, figures } = asks[a] as FiguresAsked;
+  const [computed] = await computeFigures(reader, kase, [figures[i] as Figure]);
+  return computed ?? null;
+}
+
+/**
+ * A batch's reads in its own transaction, one after another, each under the budget (PostgreSQL,
+ * `withinBudget`). A read past the budget throws, and the savepoint is rolled back.
+ */
+async function readInTransaction(
+  tx: Tx,
+  wholeReader: Executor,
+  asks: FiguresAsked[],
+  statementAsks: FiguresAsked[],
+  windowed: Windowed[],
+): Promise<Reads> {
+  return withinBudget(tx, HISTORY_BUDGET_MS, async () => {
+    const fromStatement = await computeFiguresOfCases(tx, statementAsks);
+    const fromWindows: Array<number | null> = [];
+    for (const w of windowed) fromWindows.push(await windowFigure(tx, wholeReader, asks, w));
+    return { fromStatement, fromWindows };
+  });
+}
+
+/**
+ * A batch's reads side by side on the bounded connections (PostgreSQL, when the reads in the
+ * transaction passed the budget), or in the transaction (the embedded database, which has one
+ * connection and no bound). A figure past the budget fails only its own case.
+ */
+async function readBeside(
+  tx: Tx,
+  bounded: Executor | undefined,
+  wholeReader: Executor,
+  asks: FiguresAsked[],
+  statementAsks: FiguresAsked[],
+  windowed: Windowed[],
+): Promise<Reads> {
+  const reader = bounded ?? tx;
+  const [fromStatement, fromWindows] = await Promise.all([
+    statementFigures(tx, bounded, statementAsks),
+    Promise.all(
+      windowed.map(async (w): Promise<number | null | "cancelled"> => {
+        try {
+          return await windowFigure(reader, wholeReader, asks, w);
+        } catch (err) {
+          if (cancelled(err)) return "cancelled";
+          throw err;
+        }
+      }),
+    ),
+  ]);
+  return { fromStatement, fromWindows };
+}
+
 /**
  * The figures asked for in one transaction at once (the cases of a starter batch run side by
- * side): the distinct counts over keys known to have long histories from their kept windows,
- * the rest in one statement, both at once. Null for a case whose figures passed the budget.
+ * side): the figures over keys known to have long histories from their kept windows, the rest
+ * in one statement. On PostgreSQL they are read in the batch's transaction, under the budget; a
+ * batch whose reads pass it reads them again beside the transaction, each case with the whole
+ * budget. Null for a case whose figures passed the budget.
  */
 const figuresOf = batcherPer(
   async (tx: Tx, asks: FiguresAsked[]): Promise<Array<Array<number | null> | null>> => {
     const bounded = asks[0]?.db.boundedReads(HISTORY_BUDGET_MS) ?? undefined;
-    const reader = bounded ?? tx;
     const wholeReader = asks[0]?.db.boundedReads(WINDOW_READ_BUDGET_MS) ?? tx;
-    const windowed: Array<{ a: number; i: number; ask: DistinctAsk }> = [];
+    const windowed: Windowed[] = [];
     const rest = asks.map((ask, a) => {
       const index: number[] = [];
       ask.figures.forEach((figure, i) => {
@@ -181,28 +260,17 @@ const figuresOf = batcherPer(
     windowed.sort(
       (x, y) => y.ask.to.getTime() - y.ask.from.getTime() - (x.ask.to.getTime() - x.ask.from.getTime()),
     );
-    const [fromStatement, fromWindows] = await Promise.all([
-      statementFigures(
-        tx,
-        bounded,
-        rest.map((r) => r.ask),
-      ),
-      Promise.all(
-        windowed.map(async ({ a, i, ask }): Promise<number | null | "cancelled"> => {
-          try {
-            const value = await windows.count(reader, ask, wholeReader);
-            if (value !== undefined) return value;
-            // A link of the window has no peers (a case of many keys): the statement's way.
-            const { kase, figures } = asks[a] as FiguresAsked;
-            const [computed] = await computeFigures(reader, kase, [figures[i] as Figure]);
-            return computed ?? null;
-          } catch (err) {
-            if (cancelled(err)) return "cancelled";
-            throw err;
-          }
-        }),
-      ),
-    ]);
+    const statementAsks = rest.map((r) => r.ask);
+    let reads: Reads | undefined;
+    if (bounded) {
+      try {
+        reads = await readInTransaction(tx, wholeReader, asks, statementAsks, windowed);
+      } catch (err) {
+        if (!cancelled(err)) throw err;
+      }
+    }
+    const { fromStatement, fromWindows } =
+      reads ?? (await readBeside(tx, bounded, wholeReader, asks, statementAsks, windowed));
     const values = asks.map((ask, a) => {
       const part = fromStatement[a];
       if (!part) return null;

@@ -232,6 +232,30 @@ export function jsonOrNull(value: unknown): string | null {
   return value === null || value === undefined ? null : JSON.stringify(value);
 }
 
+/**
+ * Runs reads in a transaction of PostgreSQL under a budget, as the bounded connections run them
+ * (`boundedReads`): in a savepoint, with `statement_timeout` (each statement's bound), no parallel
+ * workers and generic plans, set for the savepoint alone. PostgreSQL cancels a statement past the
+ * budget (SQLSTATE 57014); the savepoint is then rolled back and the error thrown, and the
+ * transaction goes on. The savepoint is rolled back when the reads succeed too: that is what undoes
+ * its settings, so `run` must only read. Its statements run on `tx`, one at a time.
+ */
+export async function withinBudget<T>(tx: Tx, timeoutMs: number, run: () => Promise<T>): Promise<T> {
+  const ms = Math.max(1, Math.floor(timeoutMs));
+  // Without parameters, each goes in the simple protocol: one round trip for its commands.
+  await sql
+    .raw(
+      `SAVEPOINT within_budget; SET LOCAL statement_timeout = ${ms}; ` +
+        "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL plan_cache_mode = force_generic_plan",
+    )
+    .execute(tx);
+  try {
+    return await run();
+  } finally {
+    await sql.raw("ROLLBACK TO SAVEPOINT within_budget; RELEASE SAVEPOINT within_budget").execute(tx);
+  }
+}
+
 /** True when err is PostgreSQL's unique_violation (on either driver). */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint?: string } | null;
