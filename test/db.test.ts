@@ -6,7 +6,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DataDirInUseError } from "../src/platform/db/dir-lock.js";
 import { NestedQueryError } from "../src/platform/db/guard.js";
-import { type Db, isUniqueViolation, openDb } from "../src/platform/db/index.js";
+import { type Db, isUniqueViolation, openDb, withinBudget } from "../src/platform/db/index.js";
 import { runTs } from "./support/children/process.js";
 import { createTestDatabase, SERVER_URL, type TestDatabase } from "./support/db.js";
 
@@ -400,4 +400,28 @@ describe("bounded reads", () => {
   it.skipIf(SERVER_URL)("are none on the embedded database, which has one connection", () => {
     expect(db.boundedReads(1234)).toBeNull();
   });
+
+  it.skipIf(!SERVER_URL)(
+    "run in a transaction with the same settings, for their savepoint alone, and a read past the budget leaves the transaction going",
+    async () => {
+      const settings = sql<{ timeout: string; parallel: string; plans: string }>`
+        SELECT current_setting('statement_timeout') AS timeout,
+               current_setting('max_parallel_workers_per_gather') AS parallel,
+               current_setting('plan_cache_mode') AS plans`;
+      await sql`DELETE FROM race_rows`.execute(db.root);
+      await db.transaction(async (tx) => {
+        const before = (await settings.execute(tx)).rows[0];
+        await sql`INSERT INTO race_rows (label) VALUES ('before the reads')`.execute(tx);
+        const within = await withinBudget(tx, 1234, async () => (await settings.execute(tx)).rows[0]);
+        expect(within).toEqual({ timeout: "1234ms", parallel: "0", plans: "force_generic_plan" });
+        expect((await settings.execute(tx)).rows[0]).toEqual(before);
+        // PostgreSQL cancels a read past the budget; the transaction and its write go on.
+        const slow = withinBudget(tx, 50, () => sql`SELECT pg_sleep(5)`.execute(tx));
+        await expect(slow).rejects.toMatchObject({ code: "57014" });
+        expect((await settings.execute(tx)).rows[0]).toEqual(before);
+        await sql`INSERT INTO race_rows (label) VALUES ('after the reads')`.execute(tx);
+      });
+      expect(await labels()).toEqual(["after the reads", "before the reads"]);
+    },
+  );
 });
