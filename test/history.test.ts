@@ -542,6 +542,27 @@ describe("the aggregate node", () => {
     expect(c?.hour).toBe((a?.hour ?? 0) + 2);
   });
 
+  it("learns a long history from the cases a sum read, with no count long enough to say so", async () => {
+    const partner = await partnerWith({
+      hour: { function: "count", by: "customer", window: "PT1H" },
+      week: { function: "sum", by: "customer", field: "amount", window: "P7D" },
+    });
+    await seedHotCustomer(partner, { ibans: 100, days: 5 });
+    const reads = async () =>
+      sample(await metricsRegistry.metrics(), "cds_history_window_reads_total", { read: "whole" }) ?? 0;
+    // The first case's week read more than LONG_HISTORY cases: the next asks hot-1's kept window.
+    const first = await submit(partner, { customer: "hot-1", amount: 5, time: Date.now() - T });
+    const before = await reads();
+    const second = await submit(partner, { customer: "hot-1", amount: 7, time: Date.now() - T });
+    expect((await reads()) - before).toBe(1);
+    const [a, b] = (await Promise.all([first, second].map((id) => figuresOf(id)))) as Array<{
+      hour: number;
+      week: number;
+    }>;
+    expect(b?.week).toBe((a?.week ?? 0) + 5);
+    expect(b?.hour).toBe((a?.hour ?? 0) + 1);
+  });
+
   it("keeps each tenant's history to itself", async () => {
     const figures = { n: { function: "count", by: "customer", window: "P1D" } };
     const one = await partnerWith(figures);

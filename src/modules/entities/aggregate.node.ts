@@ -15,6 +15,7 @@ import { type DistinctAsk, DistinctWindows, LongHistories } from "./distinct-win
 import {
   AGGREGATE_FUNCTIONS,
   type AggregateFunction,
+  type CasesRead,
   computeFigures,
   computeFiguresOfCases,
   entityIdsByType,
@@ -111,10 +112,11 @@ async function statementFigures(
   tx: Tx,
   bounded: Executor | undefined,
   asks: FiguresAsked[],
+  casesRead: CasesRead,
 ): Promise<Array<Array<number | null> | null>> {
-  if (!bounded) return computeFiguresOfCases(tx, asks);
+  if (!bounded) return computeFiguresOfCases(tx, asks, casesRead);
   try {
-    return await computeFiguresOfCases(bounded, asks);
+    return await computeFiguresOfCases(bounded, asks, casesRead);
   } catch (err) {
     if (!cancelled(err)) throw err;
     if (asks.length === 1) return [null];
@@ -164,9 +166,13 @@ interface Windowed {
   ask: DistinctAsk;
 }
 
-/** What a batch's reads bring: the statement's figures by case, and the kept windows' by `Windowed`. */
+/**
+ * What a batch's reads bring: the statement's figures by case (and how many cases each read, by
+ * case and index among the statement's figures), and the kept windows' by `Windowed`.
+ */
 interface Reads {
   fromStatement: Array<Array<number | null> | null>;
+  casesRead: CasesRead;
   fromWindows: Array<number | null | "cancelled">;
 }
 
@@ -197,10 +203,11 @@ async function readInTransaction(
   windowed: Windowed[],
 ): Promise<Reads> {
   return withinBudget(tx, HISTORY_BUDGET_MS, async () => {
-    const fromStatement = await computeFiguresOfCases(tx, statementAsks);
+    const casesRead: CasesRead = new Map();
+    const fromStatement = await computeFiguresOfCases(tx, statementAsks, casesRead);
     const fromWindows: Array<number | null> = [];
     for (const w of windowed) fromWindows.push(await windowFigure(tx, wholeReader, asks, w));
-    return { fromStatement, fromWindows };
+    return { fromStatement, casesRead, fromWindows };
   });
 }
 
@@ -218,8 +225,9 @@ async function readBeside(
   windowed: Windowed[],
 ): Promise<Reads> {
   const reader = bounded ?? tx;
+  const casesRead: CasesRead = new Map();
   const [fromStatement, fromWindows] = await Promise.all([
-    statementFigures(tx, bounded, statementAsks),
+    statementFigures(tx, bounded, statementAsks, casesRead),
     Promise.all(
       windowed.map(async (w): Promise<number | null | "cancelled"> => {
         try {
@@ -231,7 +239,7 @@ async function readBeside(
       }),
     ),
   ]);
-  return { fromStatement, fromWindows };
+  return { fromStatement, casesRead, fromWindows };
 }
 
 /**
@@ -269,7 +277,7 @@ const figuresOf = batcherPer(
         if (!cancelled(err)) throw err;
       }
     }
-    const { fromStatement, fromWindows } =
+    const { fromStatement, casesRead, fromWindows } =
       reads ?? (await readBeside(tx, bounded, wholeReader, asks, statementAsks, windowed));
     const values = asks.map((ask, a) => {
       const part = fromStatement[a];
@@ -289,7 +297,12 @@ const figuresOf = batcherPer(
     });
     values.forEach((row, a) => {
       const ask = asks[a];
-      if (row && ask) longHistories.learn(ask.kase, ask.figures, row);
+      if (!row || !ask) return;
+      const read: Array<number | undefined> = ask.figures.map(() => undefined);
+      rest[a]?.index.forEach((i, k) => {
+        read[i] = casesRead.get(`${a}:${k}`);
+      });
+      longHistories.learn(ask.kase, ask.figures, row, read);
     });
     return values;
   },

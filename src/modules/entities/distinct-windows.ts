@@ -29,8 +29,9 @@ const LONG_HISTORY_KEYS = 10_000;
 
 /**
  * The keys this process has seen figures count long histories for, learnt from the figures
- * themselves (a `count` or `countDistinct` of at least `LONG_HISTORY`), forgotten when one counts
- * less or after ten minutes. It decides only how a figure is computed, never what it is.
+ * themselves (a `count` or `countDistinct` of at least `LONG_HISTORY`, or a sum, average or bound
+ * whose statement read as many cases), forgotten when one counts less or after ten minutes. It
+ * decides only how a figure is computed, never what it is.
  */
 export class LongHistories {
   readonly #until = new Map<string, number>();
@@ -48,12 +49,23 @@ export class LongHistories {
     return this.#until.size;
   }
 
-  /** Learns from a case's figures which of its keys have long histories, and which no longer. */
-  learn(kase: HistoryCase, figures: readonly Figure[], values: ReadonlyArray<number | null>): void {
+  /**
+   * Learns from a case's figures which of its keys have long histories, and which no longer: from
+   * a count or a distinct count, its value; from an amount's function, the number of cases its
+   * statement read (`read`; unknown where a kept window answered it, which then says nothing).
+   */
+  learn(
+    kase: HistoryCase,
+    figures: readonly Figure[],
+    values: ReadonlyArray<number | null>,
+    read: ReadonlyArray<number | undefined> = [],
+  ): void {
     const longest = new Map<string, number>();
     figures.forEach((figure, i) => {
-      if (figure.function !== "count" && figure.function !== "countDistinct") return;
-      longest.set(figure.by, Math.max(longest.get(figure.by) ?? 0, values[i] ?? 0));
+      const counted = figure.function === "count" || figure.function === "countDistinct";
+      const size = counted ? (values[i] ?? 0) : read[i];
+      if (size === undefined) return;
+      longest.set(figure.by, Math.max(longest.get(figure.by) ?? 0, size));
     });
     if (longest.size === 0) return;
     const long = [...longest.values()].some((n) => n >= LONG_HISTORY);

@@ -94,6 +94,7 @@ interface Asked {
 export async function computeFiguresOfCases(
   db: Executor,
   asks: ReadonlyArray<{ kase: HistoryCase; figures: readonly Figure[] }>,
+  casesRead?: CasesRead,
 ): Promise<Array<Array<number | null>>> {
   const values = asks.map(() => [] as Array<number | null>);
   const shapes = new Map<string, { index: number; shape: Shape }>();
@@ -119,9 +120,9 @@ export async function computeFiguresOfCases(
   if (asked.length === 0) return values;
   const column = <K extends keyof Asked>(k: K) => asked.map((row) => row[k]);
   const subqueries = [...shapes.values()].map(
-    ({ index, shape }) => `WHEN ${index} THEN (${subqueryOf(db, shape)})::numeric`,
+    ({ index, shape }) => `WHEN ${index} THEN (${subqueryOf(db, shape)})`,
   );
-  const { rows } = await db.executeQuery<{ n: number; v: string | number | null }>(
+  const { rows } = await db.executeQuery<{ n: number; v: Array<string | null> | null }>(
     CompiledQuery.raw(
       // The bounds of the distinct type's peers are columns of q (OFFSET 0 keeps them there), so
       // a subquery computes them once, not for each peer it compares.
@@ -154,10 +155,19 @@ export async function computeFiguresOfCases(
   for (const { n, v } of rows) {
     const { a, i } = asked[n] as Asked;
     const fn = (asks[a] as (typeof asks)[number]).figures[i]?.function;
-    (values[a] as Array<number | null>)[i] = v === null ? (fn === "sum" ? 0 : null) : Number(v);
+    const [value, read] = v ?? [null, null];
+    (values[a] as Array<number | null>)[i] = value == null ? (fn === "sum" ? 0 : null) : Number(value);
+    if (casesRead && read != null) casesRead.set(`${a}:${i}`, Number(read));
   }
   return values;
 }
+
+/**
+ * How many cases each figure of a statement read (`case index:figure index`), where it says: the
+ * functions of cases and amounts, not a distinct count (whose value is its own measure). A key
+ * is known as long from these (`LongHistories`).
+ */
+export type CasesRead = Map<string, number>;
 
 /** The cases' entity ids already computed: a batch's figures ask for them along several paths. */
 const idsOfCases = new WeakMap<object, ReadonlyMap<string, readonly string[]>>();
@@ -246,7 +256,10 @@ function shapeOf(figure: Figure, several: boolean, currency: boolean): Shape {
   };
 }
 
-/** The scalar subquery of one shape of figure, over its row `q`. */
+/**
+ * The scalar subquery of one shape of figure, over its row `q`: an array of its value and of the
+ * number of cases it read (NULL for a distinct count).
+ */
 function subqueryOf(db: Executor, { fn, several, currency, caseType, decision, tag, own }: Shape): string {
   const conditions = [
     several ? "l.entity_id = ANY(string_to_array(q.ids, ',')::uuid[])" : "l.entity_id = q.ids::uuid",
@@ -269,7 +282,8 @@ function subqueryOf(db: Executor, { fn, several, currency, caseType, decision, t
   if (fn === "countDistinct") return distinctQuery(window, own);
   // With several entities of type `by` a case may be linked through more than one: once each.
   const distinct = several ? "DISTINCT ON (l.case_id) " : "";
-  return `SELECT ${AGGREGATE_SQL[fn]} FROM (SELECT ${distinct}l.case_id, l.amount FROM case_entities l WHERE ${window}) c`;
+  // The value and the number of cases it read.
+  return `SELECT ARRAY[(${AGGREGATE_SQL[fn]})::numeric, count(*)::numeric] FROM (SELECT ${distinct}l.case_id, l.amount FROM case_entities l WHERE ${window}) c`;
 }
 
 /** Another module's subquery (a Kysely builder that reads only `q`'s columns), as text. */
@@ -291,7 +305,7 @@ function distinctQuery(window: string, own: boolean): string {
   const self = own ? " || entity_peer(l.entity_id, q.distinct_type)" : "";
   // Few links have no peers; the partial index case_entities_many_keys holds just those.
   return `
-    SELECT count(DISTINCT p.peer)
+    SELECT ARRAY[count(DISTINCT p.peer)::numeric, NULL::numeric]
     FROM (SELECT unnest(l.peers${self}) AS peer FROM case_entities l WHERE ${window} AND l.peers IS NOT NULL
           UNION ALL
           SELECT entity_peer(o.entity_id, o.entity_type) AS peer
