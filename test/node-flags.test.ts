@@ -3,7 +3,7 @@ import path from "node:path";
 import { expect, it } from "vitest";
 import { SERVICE_NODE_FLAGS } from "../src/platform/node-flags.js";
 import { PROJECT_ROOT } from "./support/children/process.js";
-import { execForm, readStages } from "./support/dockerfile.js";
+import { execForm, type Instruction, readStages } from "./support/dockerfile.js";
 
 /**
  * The service's node flags (decision 0035) must be on node's command line wherever the service is
@@ -35,5 +35,5 @@ it("the image's CMD runs node with the service's flags", () => {
     .at(-1)
     ?.find((i) => i.op === "CMD");
   expect(cmd, "the Dockerfile's last stage has no CMD").toBeDefined();
-  expect(nodeFlagsOf(execForm((cmd as { args: string }).args))).toEqual([...SERVICE_NODE_FLAGS]);
+  expect(nodeFlagsOf(execForm((cmd as Instruction).args))).toEqual([...SERVICE_NODE_FLAGS]);
 });

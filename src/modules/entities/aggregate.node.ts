@@ -203,7 +203,7 @@ async function readInTransaction(
   windowed: Windowed[],
 ): Promise<Reads> {
   return withinBudget(tx, HISTORY_BUDGET_MS, async () => {
-    const casesRead: CasesRead = new Map();
+    const casesRead: CasesRead = [];
     const fromStatement = await computeFiguresOfCases(tx, statementAsks, casesRead);
     const fromWindows: Array<number | null> = [];
     for (const w of windowed) fromWindows.push(await windowFigure(tx, wholeReader, asks, w));
@@ -225,7 +225,7 @@ async function readBeside(
   windowed: Windowed[],
 ): Promise<Reads> {
   const reader = bounded ?? tx;
-  const casesRead: CasesRead = new Map();
+  const casesRead: CasesRead = [];
   const [fromStatement, fromWindows] = await Promise.all([
     statementFigures(tx, bounded, statementAsks, casesRead),
     Promise.all(
@@ -279,12 +279,15 @@ const figuresOf = batcherPer(
     }
     const { fromStatement, casesRead, fromWindows } =
       reads ?? (await readBeside(tx, bounded, wholeReader, asks, statementAsks, windowed));
+    // How many cases each figure's statement read, by the case's figures (a kept window's: unknown).
+    const read: CasesRead = asks.map(() => []);
     const values = asks.map((ask, a) => {
       const part = fromStatement[a];
       if (!part) return null;
       const row: Array<number | null> = ask.figures.map(() => null);
       rest[a]?.index.forEach((i, k) => {
         row[i] = part[k] ?? null;
+        (read[a] as Array<number | undefined>)[i] = casesRead[a]?.[k];
       });
       return row;
     });
@@ -297,12 +300,7 @@ const figuresOf = batcherPer(
     });
     values.forEach((row, a) => {
       const ask = asks[a];
-      if (!row || !ask) return;
-      const read: Array<number | undefined> = ask.figures.map(() => undefined);
-      rest[a]?.index.forEach((i, k) => {
-        read[i] = casesRead.get(`${a}:${k}`);
-      });
-      longHistories.learn(ask.kase, ask.figures, row, read);
+      if (row && ask) longHistories.learn(ask.kase, ask.figures, row, read[a]);
     });
     return values;
   },

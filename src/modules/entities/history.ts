@@ -157,17 +157,21 @@ export async function computeFiguresOfCases(
     const fn = (asks[a] as (typeof asks)[number]).figures[i]?.function;
     const [value, read] = v ?? [null, null];
     (values[a] as Array<number | null>)[i] = value == null ? (fn === "sum" ? 0 : null) : Number(value);
-    if (casesRead && read != null) casesRead.set(`${a}:${i}`, Number(read));
+    if (casesRead && read != null) {
+      const reads = casesRead[a] ?? [];
+      reads[i] = Number(read);
+      casesRead[a] = reads;
+    }
   }
   return values;
 }
 
 /**
- * How many cases each figure of a statement read (`case index:figure index`), where it says: the
- * functions of cases and amounts, not a distinct count (whose value is its own measure). A key
- * is known as long from these (`LongHistories`).
+ * How many cases each figure of a statement read, by case and figure as its values are, where it
+ * says: the functions of cases and amounts, not a distinct count (whose value is its own
+ * measure). A key is known as long from these (`LongHistories`).
  */
-export type CasesRead = Map<string, number>;
+export type CasesRead = Array<Array<number | undefined>>;
 
 /** The cases' entity ids already computed: a batch's figures ask for them along several paths. */
 const idsOfCases = new WeakMap<object, ReadonlyMap<string, readonly string[]>>();

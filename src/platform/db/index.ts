@@ -124,6 +124,20 @@ function makeDb(
   return db;
 }
 
+/**
+ * The settings of a bounded read, beside `statement_timeout`: on a bounded connection's session
+ * and in a savepoint of `withinBudget`. A bounded read runs beside live work: parallel workers
+ * would take the cores from it. (A hot key's 30-day distinct count took 31 ms either way, and
+ * about 50 ms of CPU in three processes with them; decision 0021.) Its statements are prepared
+ * and planned once: the figures' statement takes its keys from arrays, so no plan could use a
+ * key's own history, and planning it for each batch was most of PostgreSQL's work on the history
+ * benchmark.
+ */
+const BOUNDED_SETTINGS = {
+  max_parallel_workers_per_gather: "0",
+  plan_cache_mode: "force_generic_plan",
+} as const;
+
 export async function openDb(options: DbOptions): Promise<Db> {
   if (options.databaseUrl) {
     const databaseUrl = options.databaseUrl;
@@ -157,13 +171,9 @@ export async function openDb(options: DbOptions): Promise<Db> {
         const boundedPool = newPool(Math.max(2, Math.ceil((options.poolSize ?? 10) / 2)), {
           application_name: `${name}-bounded`,
           statement_timeout: timeoutMs,
-          // A bounded read runs beside live work: parallel workers would take the cores from it.
-          // (A hot key's 30-day distinct count took 31 ms either way, and about 50 ms of CPU in
-          // three processes with them; decision 0021.) Its statements are prepared and planned
-          // once: the figures' statement takes its keys from arrays, so no plan could use a
-          // key's own history, and planning it for each batch was most of PostgreSQL's work on
-          // the history benchmark.
-          options: "-c max_parallel_workers_per_gather=0 -c plan_cache_mode=force_generic_plan",
+          options: Object.entries(BOUNDED_SETTINGS)
+            .map(([setting, value]) => `-c ${setting}=${value}`)
+            .join(" "),
           ...(options.preparedStatements === false ? {} : { Client: PreparingClient }),
         });
         reader = new Kysely<Database>({ dialect: new PostgresDialect({ pool: boundedPool }) });
@@ -243,12 +253,10 @@ export function jsonOrNull(value: unknown): string | null {
 export async function withinBudget<T>(tx: Tx, timeoutMs: number, run: () => Promise<T>): Promise<T> {
   const ms = Math.max(1, Math.floor(timeoutMs));
   // Without parameters, each goes in the simple protocol: one round trip for its commands.
-  await sql
-    .raw(
-      `SAVEPOINT within_budget; SET LOCAL statement_timeout = ${ms}; ` +
-        "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL plan_cache_mode = force_generic_plan",
-    )
-    .execute(tx);
+  const settings = Object.entries({ statement_timeout: String(ms), ...BOUNDED_SETTINGS }).map(
+    ([setting, value]) => `SET LOCAL ${setting} = ${value}`,
+  );
+  await sql.raw(["SAVEPOINT within_budget", ...settings].join("; ")).execute(tx);
   try {
     return await run();
   } finally {
