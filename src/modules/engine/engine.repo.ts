@@ -1,5 +1,5 @@
 import type { QueryCreator } from "kysely";
-import { sql } from "kysely";
+import { type RawBuilder, sql } from "kysely";
 import {
   type Database,
   type Executor,
@@ -89,8 +89,12 @@ export interface CaseWrite {
  * for the batch instead of three or four per step: this is the engine's hot path. Returns the id
  * of each job written, by job key.
  */
-export async function writeSteps(tx: Executor, writes: CaseWrite[]): Promise<Map<string, number>> {
-  if (writes.length === 0) return new Map();
+export async function writeSteps(
+  tx: Executor,
+  writes: CaseWrite[],
+  also?: StatementPart,
+): Promise<{ jobs: Map<string, number>; also: unknown }> {
+  if (writes.length === 0) return { jobs: new Map(), also: undefined };
   const now = new Date();
   const parts = [];
   const inserts = writes.flatMap((w) => w.inserts);
@@ -130,17 +134,34 @@ export async function writeSteps(tx: Executor, writes: CaseWrite[]): Promise<Map
   );
   const waits = writes.flatMap((w) => w.waits).map(waitValues);
   if (waits.length > 0) parts.push(sql`wait AS (${tx.insertInto("case_waits").values(waits)})`);
+  if (also) parts.push(...also.ctes);
   const jobs = writes.flatMap((w) => w.jobs);
+  const alsoColumn = also ? also.column : sql`NULL`;
   if (jobs.length === 0) {
-    await sql`WITH ${sql.join(parts)} SELECT 1`.execute(tx);
-    return new Map();
+    const { rows } = await sql<{
+      also: unknown;
+    }>`WITH ${sql.join(parts)} SELECT ${alsoColumn} AS also`.execute(tx);
+    return { jobs: new Map(), also: rows[0]?.also };
   }
   parts.push(sql`job AS (${insertJobs(tx as unknown as QueryCreator<Database>, jobs).returning("job_key")})`);
-  const { rows } = await sql<{ id: number; job_key: string | null }>`
+  // One row: the jobs as [id, key] pairs (each waking the workers unless written claimed), and
+  // the other part's column.
+  const { rows } = await sql<{ jobs: Array<[number, string | null, unknown]> | null; also: unknown }>`
     WITH ${sql.join(parts)}
-    SELECT job.id, job.job_key, CASE WHEN job.locked_by IS NULL THEN ${notifyJobs} END AS notified
-    FROM job`.execute(tx);
-  return new Map(rows.flatMap((r) => (r.job_key === null ? [] : [[r.job_key, r.id] as const])));
+    SELECT (SELECT json_agg(json_build_array(job.id, job.job_key,
+                   (CASE WHEN job.locked_by IS NULL THEN ${notifyJobs} END) IS NULL)) FROM job) AS jobs,
+           ${alsoColumn} AS also`.execute(tx);
+  const written = rows[0]?.jobs ?? [];
+  return {
+    jobs: new Map(written.flatMap(([id, key]) => (key === null ? [] : [[key, id] as const]))),
+    also: rows[0]?.also,
+  };
+}
+
+/** More of the statement that writes a batch's steps: its CTEs, and a column it selects. */
+export interface StatementPart {
+  ctes: RawBuilder<unknown>[];
+  column: RawBuilder<unknown>;
 }
 
 export function listSteps(db: Executor, tenantId: string, caseId: string) {

@@ -4,7 +4,7 @@ import type { Continuation, JobSpec } from "../../platform/jobs.js";
 import { decisionLatency } from "../../platform/metrics.js";
 import type { CaseRow } from "../cases/index.js";
 import { caseFailedEvent, type ResultEnvelope } from "../cases/index.js";
-import { emitEvents, type NewEvent } from "../webhooks/index.js";
+import { emitEvents, eventsWrite, type NewEvent } from "../webhooks/index.js";
 import type { CompiledWorkflow, NodeTypes } from "../workflows/index.js";
 import {
   type CompiledNode,
@@ -118,14 +118,27 @@ export function failCase(
 
 /** Writes planned steps and their events; returns the continuations written claimed. */
 export async function commit(tx: Tx, planned: Planned[]): Promise<Continuation[]> {
-  const ids = await writeSteps(
-    tx,
-    planned.map((p) => p.write),
-  );
-  await emitEvents(
-    tx,
-    planned.flatMap((p) => p.events),
-  );
+  const events = planned.flatMap((p) => p.events);
+  const writes = planned.map((p) => p.write);
+  let ids: Map<string, number>;
+  if (writes.length === 0) {
+    await emitEvents(tx, events);
+    ids = new Map();
+  } else if (events.length === 0) {
+    ids = (await writeSteps(tx, writes)).jobs;
+  } else {
+    // The steps, the cases' states and their events in one statement: one round trip a batch.
+    const write = eventsWrite(tx, events);
+    let written: Awaited<ReturnType<typeof writeSteps>>;
+    try {
+      written = await writeSteps(tx, writes, { ctes: write.ctes, column: write.handed });
+    } catch (err) {
+      write.failed();
+      throw err;
+    }
+    write.done(written.also);
+    ids = written.jobs;
+  }
   observeDecisions(planned);
   const continuations: Continuation[] = [];
   for (const p of planned) {

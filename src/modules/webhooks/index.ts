@@ -66,12 +66,16 @@ export {
 export {
   /** The event types of the spec's Events section, `case.failed` and `webhook.test`. */
   EVENT_TYPES,
+  /** What the caller's own statement writes the events with (the engine's steps statement). */
+  type EventsWrite,
   /** One of EVENT_TYPES. */
   type EventType,
   /** Records one event in the outbox, with its first webhook delivery, in the caller's transaction. */
   emitEvent,
   /** `emitEvent` for many events in one statement. */
   emitEvents,
+  /** `emitEvents` as a part of the caller's statement. */
+  eventsWrite,
   /** An event to record: its type, case, webhook configuration and payload. */
   type NewEvent,
 } from "./events.js";
