@@ -1,9 +1,13 @@
 import { sql } from "kysely";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JobWorker } from "../src/platform/jobs.js";
+import { metricsRegistry } from "../src/platform/metrics.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { SERVER_URL } from "./support/db.js";
 import { adminHeaders, createKey, createPartner, type Partner } from "./support/fixtures.js";
+import { waitFor } from "./support/jobs.js";
+import { sample } from "./support/metrics.js";
 import { amountScreen, createWorkflow, kycSubject, waitForCase } from "./support/workflows.js";
 
 // Decision 0028: a submission takes its workflow's current version from what the process has
@@ -249,5 +253,85 @@ describe("the hand-off to the process's own starter", () => {
       await next.stop();
     },
     120_000,
+  );
+});
+
+describe("a case handed over with its row", () => {
+  // The starter runs a handed case from the row its insert wrote, neither read nor locked; its
+  // write checks that the case still waits to start with the run the insert counted. Another
+  // session stands in for a second starter that claimed the case once the lease ran out.
+  it.skipIf(!SERVER_URL)(
+    "is not written when it was claimed again meanwhile, and then runs once",
+    async () => {
+      const partner = await createPartner(h.app);
+      await createWorkflow(h.app, partner.tenantId, "screen", amountScreen);
+      const failedStarts = async () =>
+        sample(await metricsRegistry.metrics(), "cds_job_run_seconds_count", {
+          kind: "engine.start",
+          outcome: "failed",
+        }) ?? 0;
+      const before = await failedStarts();
+      const worker = await h.startWorker();
+      const other = new pg.Client({ connectionString: h.database.url });
+      await other.connect();
+      try {
+        // The batch's write waits behind this lock, with the case unlocked.
+        await other.query("BEGIN");
+        await other.query("LOCK TABLE case_steps IN EXCLUSIVE MODE");
+        const caseId = await submit(partner);
+        await waitFor(async () => {
+          const { rows } = await other.query(
+            "SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'case_steps' AND NOT l.granted",
+          );
+          return rows.length > 0;
+        });
+        // Claimed again, as a second starter would after the lease: a run counted, a lease of an hour.
+        const claimed = await other.query(
+          "UPDATE cases SET start_attempts = start_attempts + 1, start_claimed_until = now() + interval '1 hour' WHERE id = $1 AND status = 'received' RETURNING start_attempts",
+          [caseId],
+        );
+        expect(claimed.rows).toEqual([{ start_attempts: 2 }]);
+        await other.query("COMMIT");
+
+        // The batch is undone, and its case, read and locked alone, is no longer this starter's.
+        await waitFor(async () => (await failedStarts()) > before);
+        const steps = await h.ctx.db.root
+          .selectFrom("case_steps")
+          .select("seq")
+          .where("case_id", "=", caseId)
+          .execute();
+        expect(steps).toEqual([]);
+        const waiting = await h.ctx.db.root
+          .selectFrom("cases")
+          .select(["status", "start_attempts"])
+          .where("id", "=", caseId)
+          .executeTakeFirstOrThrow();
+        expect(waiting).toEqual({ status: "received", start_attempts: 2 });
+
+        // The other claim's lease runs out: the case runs again, once.
+        await other.query(
+          "UPDATE cases SET start_claimed_until = now() - interval '1 second' WHERE id = $1",
+          [caseId],
+        );
+        const decided = await waitForCase(h.app, partner.headers, caseId);
+        expect(decided.status).toBe("decided");
+        const written = await h.ctx.db.root
+          .selectFrom("case_steps")
+          .select("seq")
+          .where("case_id", "=", caseId)
+          .orderBy("seq")
+          .execute();
+        expect(written.map((s) => s.seq)).toEqual([1, 2]);
+        const events = await h.ctx.db.root
+          .selectFrom("webhook_deliveries")
+          .select("event_type")
+          .where("case_id", "=", caseId)
+          .execute();
+        expect(events.map((e) => e.event_type)).toEqual(["case.decided"]);
+      } finally {
+        await other.end();
+        await worker.stop();
+      }
+    },
   );
 });

@@ -82,7 +82,7 @@ export function insertCase(db: Executor, c: NewCase): Promise<CaseRow> {
  * key: the unique index decides, so of concurrent submissions with one key exactly one inserts,
  * also within one statement. When any case left to any starter is inserted, `notify` goes out on
  * the jobs channel on commit (the engine's starters wake for it); cases inserted claimed wake no
- * one. Returns the ids of the cases inserted.
+ * one. Returns the cases inserted: their ids, each with the creation time it was given.
  */
 /**
  * What a new case's insert notifies on the jobs channel, so that idle starters wake at once.
@@ -104,8 +104,8 @@ export async function insertCases(
   cases: NewCase[],
   notify: string,
   onAccept: readonly CaseAcceptHook[] = [],
-): Promise<Set<string>> {
-  if (cases.length === 0) return new Set();
+): Promise<Map<string, Date>> {
+  if (cases.length === 0) return new Map();
   const values = sql.join(
     cases.map((c) => {
       const v = caseValues(c);
@@ -163,11 +163,11 @@ export async function insertCases(
         ? sql`, (SELECT pg_notify(${JOBS_CHANNEL}, ${notify}) FROM kase LIMIT 1) AS notified`
         : sql`, (SELECT pg_notify(${JOBS_CHANNEL}, ${notify}) FROM kase
             WHERE kase.id <> ALL(${claimed}::uuid[]) LIMIT 1) AS notified`;
-  const { rows } = await sql<{ id: string }>`
+  const { rows } = await sql<{ id: string; created_at: Date }>`
     WITH kase AS (${insert})${sql.join(extra, sql``)}
-    SELECT kase.id${wake}
+    SELECT kase.id, kase.created_at${wake}
     FROM kase`.execute(db);
-  return new Set(rows.map((r) => r.id));
+  return new Map(rows.map((r) => [r.id, r.created_at]));
 }
 
 export function findCaseByIdempotencyKey(db: Executor, tenantId: string, key: string) {
@@ -303,6 +303,11 @@ export interface CaseStateWrite {
   decisionHistory: unknown[];
   workflowResult: unknown;
   error: unknown;
+  /**
+   * Written only while the case still waits to start with this run counted: a starter that ran it
+   * from the row its insert wrote, without reading and locking it, checks its claim here.
+   */
+  startedAs?: number;
 }
 
 /**
@@ -324,6 +329,7 @@ export function caseStatesUpdate(states: CaseStateWrite[], now: Date): RawBuilde
         sql`${JSON.stringify(c.decisionHistory)}::jsonb`,
         sql`${jsonOrNull(c.workflowResult)}::json`,
         sql`${jsonOrNull(c.error)}::jsonb`,
+        sql`${c.startedAs ?? null}::int`,
       ];
       return sql`(${sql.join(values)})`;
     }),
@@ -334,8 +340,48 @@ export function caseStatesUpdate(states: CaseStateWrite[], now: Date): RawBuilde
         node_outputs = v.node_outputs, decision = v.decision, decision_history = v.decision_history,
         workflow_result = v.workflow_result, error = v.error, updated_at = ${now}::timestamptz
     FROM (VALUES ${rows}) AS v(id, tenant_id, status, step_seq, current_node_id, node_outputs, decision,
-                                 decision_history, workflow_result, error)
-    WHERE c.id = v.id AND c.tenant_id = v.tenant_id`;
+                                 decision_history, workflow_result, error, started_as)
+    WHERE c.id = v.id AND c.tenant_id = v.tenant_id
+      AND (v.started_as IS NULL OR (c.status = 'received' AND c.start_attempts = v.started_as))
+    RETURNING c.id`;
+}
+
+/**
+ * A case as `insertCases` wrote it, claimed for this process's starter: what reading it back
+ * would give, without the read (decision 0028). `createdAt` is the time the statement gave it.
+ */
+export function insertedCaseRow(c: NewCase, createdAt: Date): CaseRow {
+  return {
+    id: c.id,
+    tenant_id: c.tenantId,
+    request_id: c.requestId,
+    status: c.status,
+    type: c.type,
+    workflow_id: c.workflowId,
+    workflow_version: c.workflowVersion,
+    subject: c.subject,
+    payload: c.payload,
+    metadata: c.metadata,
+    external_customer_id: c.externalCustomerId,
+    event_timestamp: c.eventTimestamp,
+    idempotency_key: c.idempotencyKey,
+    dry_run: c.dryRun,
+    decision: null,
+    decision_history: [],
+    workflow_result: null,
+    error: null,
+    created_at: createdAt,
+    updated_at: createdAt,
+    current_node_id: c.currentNodeId ?? null,
+    step_seq: 0,
+    node_outputs: {},
+    closed_at: null,
+    closed_by: null,
+    assignee_id: null,
+    assigned_at: null,
+    start_attempts: c.claimSeconds === undefined ? 0 : 1,
+    start_claimed_until: null,
+  };
 }
 
 /**

@@ -20,6 +20,7 @@ import {
   findCase,
   findCaseByIdempotencyKey,
   insertCases,
+  insertedCaseRow,
   listCases,
   type NewCase,
   START_NOTIFICATION,
@@ -164,7 +165,7 @@ function caseInserts(ctx: AppContext): Batcher<NewCase, boolean> {
         const rows = handoff
           ? items.map((item, i) => (i < handoff.count ? { ...item, claimSeconds } : item))
           : items;
-        let inserted: Set<string>;
+        let inserted: Map<string, Date>;
         try {
           inserted = await insertCases(db.root, rows, START_NOTIFICATION, ctx.cases.onAccept);
         } catch (err) {
@@ -172,10 +173,12 @@ function caseInserts(ctx: AppContext): Batcher<NewCase, boolean> {
           throw err;
         }
         if (handoff) {
-          const claims = rows
-            .slice(0, handoff.count)
-            .filter((c) => inserted.has(c.id))
-            .map((c) => ({ id: c.id, start_attempts: 1 }));
+          const claims = rows.slice(0, handoff.count).flatMap((c) => {
+            const createdAt = inserted.get(c.id);
+            return createdAt === undefined
+              ? []
+              : [{ id: c.id, start_attempts: 1, row: insertedCaseRow(c, createdAt) }];
+          });
           handoff.taker.take(claims, handoff.count - claims.length);
         }
         return items.map((i) => inserted.has(i.id));

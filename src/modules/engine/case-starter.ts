@@ -255,7 +255,12 @@ export class CaseStarter implements StartTaker {
     };
     try {
       await this.ctx.db.transaction(async (tx) => {
-        await this.#runCases(tx, await lockClaimedCases(tx, claims));
+        // Cases handed over with their rows run from them, unread and unlocked: the batch's write
+        // checks each claim, and a case claimed again meanwhile fails the batch, whose cases then
+        // run alone, read and locked.
+        const rows = claims.flatMap((c) => (c.row ? [c.row] : []));
+        if (rows.length === claims.length) await this.#runCases(tx, rows, true);
+        else await this.#runCases(tx, await lockClaimedCases(tx, claims), false);
       });
       observe("done");
     } catch {
@@ -287,7 +292,7 @@ export class CaseStarter implements StartTaker {
    * before the transaction does, failed or not: none may go on querying a connection the
    * transaction gave back.
    */
-  async #runCases(tx: Tx, rows: CaseRow[]): Promise<void> {
+  async #runCases(tx: Tx, rows: CaseRow[], unlocked: boolean): Promise<void> {
     const started = await Promise.all(
       rows.flatMap((row) => {
         const nodeId = row.current_node_id;
@@ -312,8 +317,10 @@ export class CaseStarter implements StartTaker {
       ),
     );
     const planned: Planned[] = [];
-    for (const run of runs) {
+    for (const [i, run] of runs.entries()) {
       if (run.status === "rejected") throw run.reason;
+      if (unlocked)
+        run.value.write.state.startedAs = (started[i] as (typeof started)[number]).row.start_attempts;
       planned.push(run.value);
     }
     await commit(tx, planned);
@@ -323,7 +330,7 @@ export class CaseStarter implements StartTaker {
   async #startAlone(claim: StartClaim): Promise<void> {
     try {
       await this.ctx.db.transaction(async (tx) => {
-        await this.#runCases(tx, await lockClaimedCases(tx, [claim]));
+        await this.#runCases(tx, await lockClaimedCases(tx, [claim]), false);
       });
     } catch (err) {
       this.ctx.log.warn({ err, caseId: claim.id }, "starting a case failed; its first step will be retried");

@@ -136,26 +136,46 @@ export async function writeSteps(
   if (waits.length > 0) parts.push(sql`wait AS (${tx.insertInto("case_waits").values(waits)})`);
   if (also) parts.push(...also.ctes);
   const jobs = writes.flatMap((w) => w.jobs);
-  const alsoColumn = also ? also.column : sql`NULL`;
-  if (jobs.length === 0) {
-    const { rows } = await sql<{
-      also: unknown;
-    }>`WITH ${sql.join(parts)} SELECT ${alsoColumn} AS also`.execute(tx);
-    return { jobs: new Map(), also: rows[0]?.also };
+  if (jobs.length > 0) {
+    parts.push(
+      sql`job AS (${insertJobs(tx as unknown as QueryCreator<Database>, jobs).returning("job_key")})`,
+    );
   }
-  parts.push(sql`job AS (${insertJobs(tx as unknown as QueryCreator<Database>, jobs).returning("job_key")})`);
-  // One row: the jobs as [id, key] pairs (each waking the workers unless written claimed), and
-  // the other part's column.
-  const { rows } = await sql<{ jobs: Array<[number, string | null, unknown]> | null; also: unknown }>`
+  // One row: the cases updated, the jobs as [id, key] pairs (each waking the workers unless
+  // written claimed), and the other part's column.
+  const jobsColumn =
+    jobs.length > 0
+      ? sql`(SELECT json_agg(json_build_array(job.id, job.job_key,
+          (CASE WHEN job.locked_by IS NULL THEN ${notifyJobs} END) IS NULL)) FROM job)`
+      : sql`NULL::json`;
+  const { rows } = await sql<{
+    cases: number;
+    jobs: Array<[number, string | null, unknown]> | null;
+    also: unknown;
+  }>`
     WITH ${sql.join(parts)}
-    SELECT (SELECT json_agg(json_build_array(job.id, job.job_key,
-                   (CASE WHEN job.locked_by IS NULL THEN ${notifyJobs} END) IS NULL)) FROM job) AS jobs,
-           ${alsoColumn} AS also`.execute(tx);
-  const written = rows[0]?.jobs ?? [];
+    SELECT (SELECT count(*) FROM kase) AS cases, ${jobsColumn} AS jobs,
+           ${also ? also.column : sql`NULL`} AS also`.execute(tx);
+  const row = rows[0];
+  if (writes.some((w) => w.state.startedAs !== undefined) && Number(row?.cases) < writes.length) {
+    throw new StaleStart(writes.length - Number(row?.cases));
+  }
   return {
-    jobs: new Map(written.flatMap(([id, key]) => (key === null ? [] : [[key, id] as const]))),
-    also: rows[0]?.also,
+    jobs: new Map((row?.jobs ?? []).flatMap(([id, key]) => (key === null ? [] : [[key, id] as const]))),
+    also: row?.also,
   };
+}
+
+/**
+ * Cases run from the rows their inserts wrote were no longer waiting to start with the run their
+ * starter counted (claimed again after its lease ran out): the batch is undone, and its cases run
+ * again, each read and locked.
+ */
+export class StaleStart extends Error {
+  constructor(cases: number) {
+    super(`${cases} case(s) of the batch were claimed again before it was written`);
+    this.name = "StaleStart";
+  }
 }
 
 /** More of the statement that writes a batch's steps: its CTEs, and a column it selects. */
