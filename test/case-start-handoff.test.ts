@@ -335,3 +335,40 @@ describe("a case handed over with its row", () => {
     },
   );
 });
+
+describe("a handed case's documents", () => {
+  it("are decided on as stored: a number JSON cannot write is the null the record shows", async () => {
+    const partner = await createPartner(h.app);
+    await createWorkflow(h.app, partner.tenantId, "screen", {
+      inputSchema: { type: "object" },
+      start: "screen",
+      nodes: [
+        {
+          id: "screen",
+          type: "rules",
+          rules: [{ when: "payload.amount == null", next: "stored" }],
+          default: "parsed",
+        },
+        { id: "stored", type: "decision", decision: "approved" },
+        { id: "parsed", type: "decision", decision: "in_review" },
+      ],
+    });
+    const worker = await h.startWorker();
+    try {
+      // 1e309 parses to Infinity, which the table stores (and the record shows) as null.
+      const res = await h.app.inject({
+        method: "POST",
+        url: "/cases",
+        headers: { ...partner.headers, "content-type": "application/json" },
+        payload: `{"workflowId":"screen","type":"KYC","payload":{"amount":1e309},"subject":${JSON.stringify(kycSubject)}}`,
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      const record = await waitForCase(h.app, partner.headers, res.json().caseId);
+      expect(record.payload).toEqual({ amount: null });
+      expect(record.status, JSON.stringify(record)).toBe("decided");
+      expect(record.result.decision.value).toBe("approved");
+    } finally {
+      await worker.stop();
+    }
+  });
+});

@@ -347,6 +347,26 @@ export function caseStatesUpdate(states: CaseStateWrite[], now: Date): RawBuilde
 }
 
 /**
+ * A parsed request body's document as the table gives it back: itself, unless it holds a number
+ * JSON cannot write (a literal such as 1e309 parses to Infinity and is stored as null; -0 is
+ * stored as 0), in which case its stored text parsed again. The engine then decides on what the
+ * case record shows, and what a replay of it would read.
+ */
+function asStored<T>(doc: T): T {
+  return storesAsIs(doc) ? doc : (JSON.parse(JSON.stringify(doc)) as T);
+}
+
+function storesAsIs(value: unknown): boolean {
+  if (typeof value === "number") return Number.isFinite(value) && !Object.is(value, -0);
+  if (value === null || typeof value !== "object") return true;
+  if (Array.isArray(value)) return value.every(storesAsIs);
+  for (const key in value) {
+    if (!storesAsIs((value as Record<string, unknown>)[key])) return false;
+  }
+  return true;
+}
+
+/**
  * A case as `insertCases` wrote it, claimed for this process's starter: what reading it back
  * would give, without the read (decision 0028). `createdAt` is the time the statement gave it.
  */
@@ -359,9 +379,9 @@ export function insertedCaseRow(c: NewCase, createdAt: Date): CaseRow {
     type: c.type,
     workflow_id: c.workflowId,
     workflow_version: c.workflowVersion,
-    subject: c.subject,
-    payload: c.payload,
-    metadata: c.metadata,
+    subject: asStored(c.subject),
+    payload: asStored(c.payload),
+    metadata: asStored(c.metadata),
     external_customer_id: c.externalCustomerId,
     event_timestamp: c.eventTimestamp,
     idempotency_key: c.idempotencyKey,
