@@ -48,9 +48,8 @@ export interface NewCase {
   confirmKeyId?: string;
 }
 
-function caseValues(c: NewCase) {
-  // Millisecond timestamps set here, so a keyset cursor (which carries a JS Date) is exact.
-  const now = new Date();
+/** A new case's columns that are its submission's, as written and as read back. */
+function submittedColumns(c: NewCase) {
   return {
     id: c.id,
     tenant_id: c.tenantId,
@@ -59,14 +58,22 @@ function caseValues(c: NewCase) {
     type: c.type,
     workflow_id: c.workflowId,
     workflow_version: c.workflowVersion,
-    subject: JSON.stringify(c.subject),
-    payload: JSON.stringify(c.payload),
-    metadata: JSON.stringify(c.metadata),
     external_customer_id: c.externalCustomerId,
     event_timestamp: c.eventTimestamp,
     idempotency_key: c.idempotencyKey,
     dry_run: c.dryRun,
     current_node_id: c.currentNodeId ?? null,
+  };
+}
+
+function caseValues(c: NewCase) {
+  // Millisecond timestamps set here, so a keyset cursor (which carries a JS Date) is exact.
+  const now = new Date();
+  return {
+    ...submittedColumns(c),
+    subject: JSON.stringify(c.subject),
+    payload: JSON.stringify(c.payload),
+    metadata: JSON.stringify(c.metadata),
     created_at: now,
     updated_at: now,
   };
@@ -372,27 +379,16 @@ function storesAsIs(value: unknown): boolean {
  */
 export function insertedCaseRow(c: NewCase, createdAt: Date): CaseRow {
   return {
-    id: c.id,
-    tenant_id: c.tenantId,
-    request_id: c.requestId,
-    status: c.status,
-    type: c.type,
-    workflow_id: c.workflowId,
-    workflow_version: c.workflowVersion,
+    ...submittedColumns(c),
     subject: asStored(c.subject),
     payload: asStored(c.payload),
     metadata: asStored(c.metadata),
-    external_customer_id: c.externalCustomerId,
-    event_timestamp: c.eventTimestamp,
-    idempotency_key: c.idempotencyKey,
-    dry_run: c.dryRun,
     decision: null,
     decision_history: [],
     workflow_result: null,
     error: null,
     created_at: createdAt,
     updated_at: createdAt,
-    current_node_id: c.currentNodeId ?? null,
     step_seq: 0,
     node_outputs: {},
     closed_at: null,

@@ -3,7 +3,7 @@
 // many as the starter will take already claimed (their first run counted, a lease), and hands
 // them over once committed. A process without a running starter inserts its cases for any.
 
-import type { CaseRow } from "./cases.repo.js";
+import type { Row } from "../../platform/db/index.js";
 
 /** A case a starter claimed: its id and the runs of it begun, this one included. */
 export interface StartClaim {
@@ -13,7 +13,7 @@ export interface StartClaim {
    * The case as its insert wrote it, when handed over by the process that inserted it: the
    * starter runs it from this without reading it again, and its write checks the claim.
    */
-  row?: CaseRow;
+  row?: Row<"cases">;
 }
 
 /** The starter's side: how many new cases it takes, and the cases once inserted. */
