@@ -416,7 +416,9 @@ export async function claimReceivedCases(
   leaseSeconds: number,
 ): Promise<StartClaim[]> {
   const ran = which === "fresh" ? sql`start_attempts = 0` : sql`start_attempts > 0`;
-  const { rows } = await sql<StartClaim>`
+  // A fresh claim gives each case's row as the claim left it: its batch runs from it, unread
+  // and unlocked, as from a handed case's. A case claimed again is read and locked alone.
+  const { rows } = await sql<CaseRow>`
     WITH next AS (
       SELECT id FROM cases
       WHERE status = 'received' AND current_node_id IS NOT NULL AND ${ran}
@@ -429,8 +431,10 @@ export async function claimReceivedCases(
     SET start_attempts = c.start_attempts + 1,
         start_claimed_until = now() + make_interval(secs => ${leaseSeconds})
     FROM next WHERE c.id = next.id
-    RETURNING c.id, c.start_attempts`.execute(db);
-  return rows;
+    RETURNING ${which === "fresh" ? sql`c.*` : sql`c.id, c.start_attempts`}`.execute(db);
+  return which === "fresh"
+    ? rows.map((row) => ({ id: row.id, start_attempts: row.start_attempts, row }))
+    : rows.map((row) => ({ id: row.id, start_attempts: row.start_attempts }));
 }
 
 /**

@@ -255,9 +255,9 @@ export class CaseStarter implements StartTaker {
     };
     try {
       await this.ctx.db.transaction(async (tx) => {
-        // Cases handed over with their rows run from them, unread and unlocked: the batch's write
-        // checks each claim, and a case claimed again meanwhile fails the batch, whose cases then
-        // run alone, read and locked.
+        // Cases handed over or claimed come with their rows and run from them, unread and
+        // unlocked: the batch's write checks each claim, and a case claimed again meanwhile fails
+        // the batch, whose cases then run alone, read and locked.
         const rows = claims.flatMap((c) => (c.row ? [c.row] : []));
         if (rows.length === claims.length) await this.#runCases(tx, rows, true);
         else await this.#runCases(tx, await lockClaimedCases(tx, claims), false);
