@@ -432,9 +432,11 @@ export async function claimReceivedCases(
         start_claimed_until = now() + make_interval(secs => ${leaseSeconds})
     FROM next WHERE c.id = next.id
     RETURNING ${which === "fresh" ? sql`c.*` : sql`c.id, c.start_attempts`}`.execute(db);
-  return which === "fresh"
-    ? rows.map((row) => ({ id: row.id, start_attempts: row.start_attempts, row }))
-    : rows.map((row) => ({ id: row.id, start_attempts: row.start_attempts }));
+  return rows.map((row) => ({
+    id: row.id,
+    start_attempts: row.start_attempts,
+    ...(which === "fresh" ? { row } : {}),
+  }));
 }
 
 /**

@@ -10,8 +10,8 @@ export interface StartClaim {
   id: string;
   start_attempts: number;
   /**
-   * The case as its insert wrote it, when handed over by the process that inserted it: the
-   * starter runs it from this without reading it again, and its write checks the claim.
+   * The case as its insert (a hand-over) or its fresh claim left it: the starter runs it from
+   * this without reading it again, and its write checks the claim.
    */
   row?: Row<"cases">;
 }

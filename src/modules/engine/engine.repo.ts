@@ -167,8 +167,8 @@ export async function writeSteps(
 }
 
 /**
- * Cases run from the rows their inserts wrote were no longer waiting to start with the run their
- * starter counted (claimed again after its lease ran out): the batch is undone, and its cases run
+ * Cases run from the rows their insert or claim gave were no longer waiting to start with the run
+ * their starter counted (claimed again after its lease ran out): the batch is undone, and its cases run
  * again, each read and locked.
  */
 export class StaleStart extends Error {

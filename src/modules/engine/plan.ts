@@ -4,7 +4,7 @@ import type { Continuation, JobSpec } from "../../platform/jobs.js";
 import { decisionLatency } from "../../platform/metrics.js";
 import type { CaseRow } from "../cases/index.js";
 import { caseFailedEvent, type ResultEnvelope } from "../cases/index.js";
-import { emitEvents, eventsWrite, type NewEvent } from "../webhooks/index.js";
+import { eventsWrite, type NewEvent } from "../webhooks/index.js";
 import type { CompiledWorkflow, NodeTypes } from "../workflows/index.js";
 import {
   type CompiledNode,
@@ -118,27 +118,23 @@ export function failCase(
 
 /** Writes planned steps and their events; returns the continuations written claimed. */
 export async function commit(tx: Tx, planned: Planned[]): Promise<Continuation[]> {
+  // The steps, the cases' states and their events in one statement: one round trip a batch.
+  // (Every planned case has a write, so there are no events without writes.)
   const events = planned.flatMap((p) => p.events);
-  const writes = planned.map((p) => p.write);
-  let ids: Map<string, number>;
-  if (writes.length === 0) {
-    await emitEvents(tx, events);
-    ids = new Map();
-  } else if (events.length === 0) {
-    ids = (await writeSteps(tx, writes)).jobs;
-  } else {
-    // The steps, the cases' states and their events in one statement: one round trip a batch.
-    const write = eventsWrite(tx, events);
-    let written: Awaited<ReturnType<typeof writeSteps>>;
-    try {
-      written = await writeSteps(tx, writes, { ctes: write.ctes, column: write.handed });
-    } catch (err) {
-      write.failed();
-      throw err;
-    }
-    write.done(written.also);
-    ids = written.jobs;
+  const write = events.length > 0 ? eventsWrite(tx, events) : undefined;
+  let written: Awaited<ReturnType<typeof writeSteps>>;
+  try {
+    written = await writeSteps(
+      tx,
+      planned.map((p) => p.write),
+      write && { ctes: write.ctes, column: write.handed },
+    );
+  } catch (err) {
+    write?.failed();
+    throw err;
   }
+  write?.done(written.also);
+  const ids = written.jobs;
   observeDecisions(planned);
   const continuations: Continuation[] = [];
   for (const p of planned) {
