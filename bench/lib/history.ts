@@ -59,6 +59,7 @@ const ENTITY_ID = (tenant: string) => sql`(
  * with the same workflow), their customers' and IBANs' entities, and one `case_entities` row per
  * case and entity with the case's other entity as its peer, in the order of the cases' times as
  * the service would have written them.
+ * The cases are written at fillfactor 100, as before migration 0031 (decision 0036).
  * Then VACUUM ANALYZE, as autovacuum would have done over 90 days, and a checkpoint. Returns the
  * seconds it took.
  */
@@ -72,6 +73,16 @@ export async function seedHistory(
   const hotTotal = shape.hotKeys * shape.hotCases;
   if (hotTotal > shape.cases) throw new Error("the hot keys' cases outnumber the history's");
   await db.root.transaction().execute(async (tx) => {
+    // The history as a deployment holds it that wrote it before migration 0031 (decision 0036):
+    // pages packed with decided cases, each left with less room than a decided case needs. It is
+    // written at fillfactor 100 for that, as the migration leaves existing pages as they are,
+    // then the table's own setting is put back for the live cases.
+    const { rows: options } = await sql<{ reloptions: string[] | null }>`
+      SELECT reloptions FROM pg_class WHERE oid = 'cases'::regclass`.execute(tx);
+    const fillfactor = options[0]?.reloptions
+      ?.find((o) => o.startsWith("fillfactor="))
+      ?.slice("fillfactor=".length);
+    await sql`ALTER TABLE cases SET (fillfactor = 100)`.execute(tx);
     await sql`
       CREATE TEMP TABLE bench_history ON COMMIT DROP AS
       SELECT gen_random_uuid() AS id,
@@ -103,6 +114,10 @@ export async function seedHistory(
              tpl.workflow_result, tpl.current_node_id, tpl.step_seq, tpl.node_outputs, h.t, h.t
       FROM bench_history h CROSS JOIN (SELECT * FROM cases WHERE id = ${templateCaseId}) tpl
       ORDER BY h.t`.execute(tx);
+    await (fillfactor === undefined
+      ? sql`ALTER TABLE cases RESET (fillfactor)`
+      : sql`ALTER TABLE cases SET (fillfactor = ${sql.raw(String(Number(fillfactor)))})`
+    ).execute(tx);
     await sql`
       CREATE TEMP TABLE bench_entity ON COMMIT DROP AS
       SELECT k.type, k.value, k.first, ${ENTITY_ID(tenantId)} AS id
