@@ -542,7 +542,7 @@ describe("the aggregate node", () => {
     expect(c?.hour).toBe((a?.hour ?? 0) + 2);
   });
 
-  it("learns a long history from the cases a sum read, with no count long enough to say so", async () => {
+  it("learns a long history from the cases a sum read, keeps it while its kept window answers, and reads it once a batch", async () => {
     const partner = await partnerWith({
       hour: { function: "count", by: "customer", window: "PT1H" },
       week: { function: "sum", by: "customer", field: "amount", window: "P7D" },
@@ -561,6 +561,16 @@ describe("the aggregate node", () => {
     }>;
     expect(b?.week).toBe((a?.week ?? 0) + 5);
     expect(b?.hour).toBe((a?.hour ?? 0) + 1);
+    // The third case's hour, answered by the kept window, does not unlearn hot-1 (it did: its 2
+    // cases were taken for the history's length); its two figures share one read of the new links.
+    const newReads = async () =>
+      sample(await metricsRegistry.metrics(), "cds_history_window_reads_total", { read: "new" }) ?? 0;
+    const beforeThird = await newReads();
+    const third = await submit(partner, { customer: "hot-1", amount: 11, time: Date.now() - T });
+    expect((await newReads()) - beforeThird).toBe(1);
+    const c = (await figuresOf(third)) as { hour: number; week: number };
+    expect(c.week).toBe((b?.week ?? 0) + 7);
+    expect(c.hour).toBe((b?.hour ?? 0) + 1);
   });
 
   it("keeps each tenant's history to itself", async () => {

@@ -73,6 +73,7 @@ export interface AggregateNode {
 }
 
 const AMOUNT_FUNCTIONS: readonly string[] = ["sum", "avg", "min", "max"];
+const COUNTED_FUNCTIONS: readonly string[] = ["count", "countDistinct"];
 
 /**
  * How long one aggregate node's figures may take on PostgreSQL (decision 0021): PostgreSQL cancels
@@ -183,7 +184,8 @@ async function windowFigure(
   asks: FiguresAsked[],
   { a, i, ask }: Windowed,
 ): Promise<number | null> {
-  const value = await windows.count(reader, ask, wholeReader);
+  // The batch's asks stand for the batch: one read of a key's links serves all its figures.
+  const value = await windows.count(reader, ask, wholeReader, asks);
   if (value !== undefined) return value;
   // A link of the window has no peers (a case of many keys): the statement's way.
   const { kase, figures } = asks[a] as FiguresAsked;
@@ -279,15 +281,18 @@ const figuresOf = batcherPer(
     }
     const { fromStatement, casesRead, fromWindows } =
       reads ?? (await readBeside(tx, bounded, wholeReader, asks, statementAsks, windowed));
-    // How many cases each figure's statement read, by the case's figures (a kept window's: unknown).
-    const read: CasesRead = asks.map(() => []);
+    // What each figure the statement answered tells of its key's history, by the case's figures:
+    // the cases in its window (a count's value, the cases an amount's function read). A figure a
+    // kept window answered tells nothing: an hour's count there says nothing of the key's length.
+    const sizes: Array<Array<number | undefined>> = asks.map((ask) => ask.figures.map(() => undefined));
     const values = asks.map((ask, a) => {
       const part = fromStatement[a];
       if (!part) return null;
       const row: Array<number | null> = ask.figures.map(() => null);
       rest[a]?.index.forEach((i, k) => {
         row[i] = part[k] ?? null;
-        (read[a] as Array<number | undefined>)[i] = casesRead[a]?.[k];
+        const counted = COUNTED_FUNCTIONS.includes((ask.figures[i] as Figure).function);
+        (sizes[a] as Array<number | undefined>)[i] = counted ? (part[k] ?? 0) : casesRead[a]?.[k];
       });
       return row;
     });
@@ -300,7 +305,7 @@ const figuresOf = batcherPer(
     });
     values.forEach((row, a) => {
       const ask = asks[a];
-      if (row && ask) longHistories.learn(ask.kase, ask.figures, row, read[a]);
+      if (row && ask) longHistories.learn(ask.kase, ask.figures, sizes[a] ?? []);
     });
     return values;
   },

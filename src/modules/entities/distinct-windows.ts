@@ -50,20 +50,15 @@ export class LongHistories {
   }
 
   /**
-   * Learns from a case's figures which of its keys have long histories, and which no longer: from
-   * a count or a distinct count, its value; from an amount's function, the number of cases its
-   * statement read (`read`; unknown where a kept window answered it, which then says nothing).
+   * Learns from a case's figures which of its keys have long histories, and which no longer: each
+   * figure the statement answered gives the number of cases in its window (a count's or distinct
+   * count's value, the cases an amount's function read); one a kept window answered gives nothing
+   * (undefined), and neither teaches nor unlearns its key.
    */
-  learn(
-    kase: HistoryCase,
-    figures: readonly Figure[],
-    values: ReadonlyArray<number | null>,
-    read: ReadonlyArray<number | undefined> = [],
-  ): void {
+  learn(kase: HistoryCase, figures: readonly Figure[], sizes: ReadonlyArray<number | undefined>): void {
     const longest = new Map<string, number>();
     figures.forEach((figure, i) => {
-      const counted = figure.function === "count" || figure.function === "countDistinct";
-      const size = counted ? (values[i] ?? 0) : read[i];
+      const size = sizes[i];
       if (size === undefined) return;
       longest.set(figure.by, Math.max(longest.get(figure.by) ?? 0, size));
     });
@@ -179,6 +174,8 @@ class Kept {
   wide = 0;
   /** The longest window asked of it, whose start (less a day) bounds what it keeps. */
   reach = 0;
+  /** The batch whose figures last read its links: that batch's other figures read nothing more. */
+  readIn: object | undefined;
 
   constructor(
     public lo: number,
@@ -432,12 +429,17 @@ export class DistinctWindows {
    *
    * One key's figures take turns, so that each read begins after the last one ended.
    */
-  async count(db: Executor, ask: DistinctAsk, wholeDb: Executor = db): Promise<number | null | undefined> {
+  async count(
+    db: Executor,
+    ask: DistinctAsk,
+    wholeDb: Executor = db,
+    batch?: object,
+  ): Promise<number | null | undefined> {
     // A distinct count keeps its key's peers of its type; the other functions share a window.
     const key = `${ask.entityId}:${ask.distinctType ?? ""}`;
     const turn = (this.#turns.get(key) ?? Promise.resolve())
       .catch(() => undefined)
-      .then(() => this.#countInTurn(db, wholeDb, key, ask));
+      .then(() => this.#countInTurn(db, wholeDb, key, ask, batch));
     this.#turns.set(key, turn);
     try {
       return await turn;
@@ -471,6 +473,7 @@ export class DistinctWindows {
     wholeDb: Executor,
     key: string,
     ask: DistinctAsk,
+    batch: object | undefined,
   ): Promise<number | null | undefined> {
     const paused = this.#paused.get(key);
     if (paused !== undefined) {
@@ -481,15 +484,18 @@ export class DistinctWindows {
     const to = ask.to.getTime();
     const before = ask.acceptedBefore.getTime();
     try {
-      const horizon = await this.#currentHorizon(db);
-      if (horizon === undefined) return undefined;
       let kept = this.#kept.get(key);
       // A window reaching before what is kept (a case back in time) starts again from it.
       if (kept && from < kept.lo) {
         this.#drop(key, kept);
         kept = undefined;
       }
-      if (!kept) {
+      if (kept && batch !== undefined && kept.readIn === batch) {
+        // Read already for another figure of the batch: its cases were all accepted before that
+        // read, which saw what one statement for all of the batch's figures would have seen.
+      } else if (!kept) {
+        const horizon = await this.#currentHorizon(db);
+        if (horizon === undefined) return undefined;
         // A first read: every link of the key from a day before the window's start, on a
         // connection with a longer budget (tens of milliseconds for 33,000 links, once).
         const whole = new Kept(from - BEHIND_MS, horizon);
@@ -498,11 +504,15 @@ export class DistinctWindows {
         this.#drop(key, this.#kept.get(key));
         this.#kept.set(key, whole);
         this.#merge(whole, rows);
+        whole.readIn = batch;
         kept = whole;
       } else {
+        const horizon = await this.#currentHorizon(db);
+        if (horizon === undefined) return undefined;
         this.#merge(kept, await this.#readSince(db, ask, kept));
         historyWindowReads.inc({ read: "new" });
         kept.since = horizon;
+        kept.readIn = batch;
       }
       kept.used = Date.now();
       kept.reach = Math.max(kept.reach, to - from);
