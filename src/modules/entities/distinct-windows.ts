@@ -490,28 +490,26 @@ export class DistinctWindows {
         this.#drop(key, kept);
         kept = undefined;
       }
-      if (kept && batch !== undefined && kept.readIn === batch) {
-        // Read already for another figure of the batch: its cases were all accepted before that
-        // read, which saw what one statement for all of the batch's figures would have seen.
-      } else if (!kept) {
+      // A key read for another figure of the batch is not read again: the batch's cases were all
+      // accepted before that read, which saw what one statement for all their figures would have.
+      if (!kept || batch === undefined || kept.readIn !== batch) {
         const horizon = await this.#currentHorizon(db);
         if (horizon === undefined) return undefined;
-        // A first read: every link of the key from a day before the window's start, on a
-        // connection with a longer budget (tens of milliseconds for 33,000 links, once).
-        const whole = new Kept(from - BEHIND_MS, horizon);
-        const rows = await this.#readWhole(wholeDb, ask, whole);
-        historyWindowReads.inc({ read: "whole" });
-        this.#drop(key, this.#kept.get(key));
-        this.#kept.set(key, whole);
-        this.#merge(whole, rows);
-        whole.readIn = batch;
-        kept = whole;
-      } else {
-        const horizon = await this.#currentHorizon(db);
-        if (horizon === undefined) return undefined;
-        this.#merge(kept, await this.#readSince(db, ask, kept));
-        historyWindowReads.inc({ read: "new" });
-        kept.since = horizon;
+        if (!kept) {
+          // A first read: every link of the key from a day before the window's start, on a
+          // connection with a longer budget (tens of milliseconds for 33,000 links, once).
+          const whole = new Kept(from - BEHIND_MS, horizon);
+          const rows = await this.#readWhole(wholeDb, ask, whole);
+          historyWindowReads.inc({ read: "whole" });
+          this.#drop(key, this.#kept.get(key));
+          this.#kept.set(key, whole);
+          this.#merge(whole, rows);
+          kept = whole;
+        } else {
+          this.#merge(kept, await this.#readSince(db, ask, kept));
+          historyWindowReads.inc({ read: "new" });
+          kept.since = horizon;
+        }
         kept.readIn = batch;
       }
       kept.used = Date.now();
