@@ -573,6 +573,41 @@ describe("the aggregate node", () => {
     expect(c.hour).toBe((b?.hour ?? 0) + 1);
   });
 
+  it("reads what is new in all of a batch's kept windows in one statement", async () => {
+    // Two kept windows of one key: the week's amounts, and the month's IBANs for the distinct count.
+    const partner = await partnerWith({
+      week: { function: "sum", by: "customer", field: "amount", window: "P7D" },
+      ibans: { function: "countDistinct", by: "customer", distinct: "iban", window: "P30D" },
+    });
+    await seedHotCustomer(partner, { ibans: 100, days: 5 });
+    const reads = async (read: "whole" | "new") =>
+      sample(await metricsRegistry.metrics(), "cds_history_window_reads_total", { read }) ?? 0;
+    const iban = "GB29NWBK60161331926819";
+    const first = await submit(partner, { customer: "hot-1", amount: 5, time: Date.now() - T, iban });
+    const whole = await reads("whole");
+    const second = await submit(partner, { customer: "hot-1", amount: 7, time: Date.now() - T, iban });
+    expect((await reads("whole")) - whole).toBe(2);
+    const before = await reads("new");
+    const third = await submit(partner, {
+      customer: "hot-1",
+      amount: 11,
+      time: Date.now() - T,
+      iban: "DE89370400440532013000",
+    });
+    // Both windows brought up to date by one read (it was one read each).
+    expect((await reads("new")) - before).toBe(1);
+    const [a, b, c] = (await Promise.all([first, second, third].map((id) => figuresOf(id)))) as Array<{
+      week: number;
+      ibans: number;
+    }>;
+    expect(b?.week).toBe((a?.week ?? 0) + 5);
+    expect(c?.week).toBe((b?.week ?? 0) + 7);
+    // The first case's IBAN is new to hot-1's seeded history, so the second counts it; the third's
+    // IBAN is new again, but counted only by a later case.
+    expect(b?.ibans).toBe((a?.ibans ?? 0) + 1);
+    expect(c?.ibans).toBe(b?.ibans);
+  });
+
   it("keeps each tenant's history to itself", async () => {
     const figures = { n: { function: "count", by: "customer", window: "P1D" } };
     const one = await partnerWith(figures);

@@ -72,7 +72,7 @@ export const webhookClaims = counter(
 
 export const historyWindowReads = counter(
   "cds_history_window_reads_total",
-  "Reads of a key's kept window of links (decision 0021), by read: whole (every link of the window, once per process and key, or when a window reaches further back) or new (the links accepted since the last read)",
+  "Reads of kept windows of links (decision 0021), by read: whole (every link of one window, once per process and key, or when a window reaches further back) or new (the links accepted since the last read, of every kept window a batch asks, in one statement)",
   ["read"],
 );
 

@@ -207,6 +207,12 @@ async function readInTransaction(
   return withinBudget(tx, HISTORY_BUDGET_MS, async () => {
     const casesRead: CasesRead = [];
     const fromStatement = await computeFiguresOfCases(tx, statementAsks, casesRead);
+    // What is new in every kept window the batch asks, in one read; its figures then read nothing.
+    await windows.readNew(
+      tx,
+      windowed.map((w) => w.ask),
+      asks,
+    );
     const fromWindows: Array<number | null> = [];
     for (const w of windowed) fromWindows.push(await windowFigure(tx, wholeReader, asks, w));
     return { fromStatement, casesRead, fromWindows };
@@ -228,9 +234,18 @@ async function readBeside(
 ): Promise<Reads> {
   const reader = bounded ?? tx;
   const casesRead: CasesRead = [];
-  const [fromStatement, fromWindows] = await Promise.all([
-    statementFigures(tx, bounded, statementAsks, casesRead),
-    Promise.all(
+  const fromKeptWindows = async () => {
+    // What is new in every kept window, in one read; past the budget, each figure reads its own.
+    await windows
+      .readNew(
+        reader,
+        windowed.map((w) => w.ask),
+        asks,
+      )
+      .catch((err: unknown) => {
+        if (!cancelled(err)) throw err;
+      });
+    return Promise.all(
       windowed.map(async (w): Promise<number | null | "cancelled"> => {
         try {
           return await windowFigure(reader, wholeReader, asks, w);
@@ -239,7 +254,11 @@ async function readBeside(
           throw err;
         }
       }),
-    ),
+    );
+  };
+  const [fromStatement, fromWindows] = await Promise.all([
+    statementFigures(tx, bounded, statementAsks, casesRead),
+    fromKeptWindows(),
   ]);
   return { fromStatement, casesRead, fromWindows };
 }

@@ -404,13 +404,41 @@ async function readHorizon(db: Executor): Promise<number | undefined> {
   return new Date(row.oldest).getTime() - ACCEPTED_LAG_SECONDS * 1000 - 1;
 }
 
-/** The columns of a link a kept window holds, as one JSON array per link (peers of one type). */
-const LINK_JSON = `json_build_array(l.case_id,
+/**
+ * The columns of a link a kept window holds, as one JSON array per link, with its peers of the
+ * type `distinctType` (an SQL expression; none when it is null).
+ */
+const linkJson = (distinctType: string) => `json_build_array(l.case_id,
   extract(epoch FROM l.case_time) * 1000,
   extract(epoch FROM l.accepted_at) * 1000,
   (SELECT array_agg(p) FROM unnest(l.peers) p
-   WHERE p BETWEEN entity_peer('${PEER_LOW}'::uuid, $3) AND entity_peer('${PEER_HIGH}'::uuid, $3)),
+   WHERE p BETWEEN entity_peer('${PEER_LOW}'::uuid, ${distinctType})
+             AND entity_peer('${PEER_HIGH}'::uuid, ${distinctType})),
   l.peers IS NULL, l.case_type, l.currency, l.amount)`;
+
+/**
+ * The links accepted since each window's last read, of every window asked at once: one row of
+ * parameters a window (its key, what it keeps, its peers' type, its last read's horizon), and for
+ * each, those of recent case times from the key's index range and the late ones (a case time well
+ * before the acceptance) from the index of late links. Both are short: the key's links of the
+ * minute before the horizon and since.
+ */
+const READ_NEW = `SELECT (SELECT json_agg(${linkJson("k.distinct_type")})
+        FROM (SELECT * FROM case_entities l
+              WHERE l.entity_id = k.entity_id AND l.case_time > k.lo
+                AND l.case_time > k.since - ${LATE_CASE} AND l.accepted_at >= k.since
+              UNION ALL
+              SELECT * FROM case_entities l
+              WHERE l.entity_id = k.entity_id AND l.case_time > k.lo AND l.accepted_at >= k.since
+                AND l.accepted_at - l.case_time > ${LATE_CASE}) l) AS rows
+  FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
+    AS k(entity_id, lo, distinct_type, since, n)
+  ORDER BY k.n`;
+
+/** A kept window's key: a distinct count keeps its key's peers of its type; the other functions share one. */
+function keyOf(ask: DistinctAsk): string {
+  return `${ask.entityId}:${ask.distinctType ?? ""}`;
+}
 
 export class DistinctWindows {
   readonly #kept = new Map<string, Kept>();
@@ -435,8 +463,7 @@ export class DistinctWindows {
     wholeDb: Executor = db,
     batch?: object,
   ): Promise<number | null | undefined> {
-    // A distinct count keeps its key's peers of its type; the other functions share a window.
-    const key = `${ask.entityId}:${ask.distinctType ?? ""}`;
+    const key = keyOf(ask);
     const turn = (this.#turns.get(key) ?? Promise.resolve())
       .catch(() => undefined)
       .then(() => this.#countInTurn(db, wholeDb, key, ask, batch));
@@ -506,8 +533,9 @@ export class DistinctWindows {
           this.#merge(whole, rows);
           kept = whole;
         } else {
-          this.#merge(kept, await this.#readSince(db, ask, kept));
+          const [rows] = await this.#readNew(db, [{ ask, kept }]);
           historyWindowReads.inc({ read: "new" });
+          this.#merge(kept, rows ?? []);
           kept.since = horizon;
         }
         kept.readIn = batch;
@@ -539,7 +567,7 @@ export class DistinctWindows {
   async #readWhole(db: Executor, ask: DistinctAsk, kept: Kept): Promise<LinkRow[]> {
     return this.#rows(
       db,
-      `SELECT json_agg(${LINK_JSON}) AS rows
+      `SELECT json_agg(${linkJson("$3")}) AS rows
        FROM case_entities l
        WHERE l.entity_id = $1 AND l.case_time > $2`,
       [ask.entityId, new Date(kept.lo), ask.distinctType],
@@ -547,23 +575,76 @@ export class DistinctWindows {
   }
 
   /**
-   * The key's links accepted since the last read's horizon: those of recent case times from the
-   * key's index range, and the late ones (a case time well before the acceptance) from the index
-   * of late links. Both are short: the key's links of the minute before the horizon and since.
+   * What is new in each kept window `asks` will use, for all of them in one statement: the links
+   * accepted since each one's last read. A batch reads this before its figures, which then read
+   * nothing more (`count` with the same `batch`). Windows not kept yet, or asked further back
+   * than they keep, are left to `count`'s first read.
    */
-  async #readSince(db: Executor, ask: DistinctAsk, kept: Kept): Promise<LinkRow[]> {
-    const since = new Date(kept.since);
-    return this.#rows(
-      db,
-      `SELECT json_agg(${LINK_JSON}) AS rows
-       FROM (SELECT * FROM case_entities l
-             WHERE l.entity_id = $1 AND l.case_time > $2 AND l.case_time > $4::timestamptz - ${LATE_CASE}
-               AND l.accepted_at >= $4
-             UNION ALL
-             SELECT * FROM case_entities l
-             WHERE l.entity_id = $1 AND l.case_time > $2 AND l.accepted_at >= $4
-               AND l.accepted_at - l.case_time > ${LATE_CASE}) l`,
-      [ask.entityId, new Date(kept.lo), ask.distinctType, since],
+  async readNew(db: Executor, asks: readonly DistinctAsk[], batch: object): Promise<void> {
+    const wanted = new Map<string, DistinctAsk>();
+    for (const ask of asks) {
+      const key = keyOf(ask);
+      if (!wanted.has(key) && this.#fresh(key, ask, batch)) wanted.set(key, ask);
+    }
+    if (wanted.size === 0) return;
+    // The read takes every key's turn: it begins after each key's last read ended.
+    const keys = [...wanted.keys()];
+    const waits = keys.map((key) => (this.#turns.get(key) ?? Promise.resolve()).catch(() => undefined));
+    const turn = Promise.all(waits).then(async () => {
+      const due = [...wanted].filter(([key, ask]) => this.#fresh(key, ask, batch));
+      if (due.length === 0) return;
+      const horizon = await this.#currentHorizon(db);
+      if (horizon === undefined) return;
+      const kept = due.map(([key]) => this.#kept.get(key) as Kept);
+      const rows = await this.#readNew(
+        db,
+        due.map(([, ask], i) => ({ ask, kept: kept[i] as Kept })),
+      );
+      historyWindowReads.inc({ read: "new" });
+      due.forEach(([key], i) => {
+        const k = kept[i] as Kept;
+        // Dropped meanwhile to make room for another key's window: nothing to bring up to date.
+        if (this.#kept.get(key) !== k) return;
+        this.#merge(k, rows[i] ?? []);
+        k.since = horizon;
+        k.readIn = batch;
+      });
+    });
+    for (const key of keys) this.#turns.set(key, turn);
+    try {
+      await turn;
+    } finally {
+      for (const key of keys) if (this.#turns.get(key) === turn) this.#turns.delete(key);
+    }
+  }
+
+  /** Whether `ask`'s window is kept, reaches back far enough for it, and was not read in `batch`. */
+  #fresh(key: string, ask: DistinctAsk, batch: object): boolean {
+    const kept = this.#kept.get(key);
+    const paused = this.#paused.get(key);
+    return (
+      kept !== undefined &&
+      kept.readIn !== batch &&
+      ask.from.getTime() >= kept.lo &&
+      (paused === undefined || paused <= Date.now())
+    );
+  }
+
+  /** The links accepted since the last read's horizon of each window, by window. */
+  async #readNew(
+    db: Executor,
+    windows: ReadonlyArray<{ ask: DistinctAsk; kept: Kept }>,
+  ): Promise<LinkRow[][]> {
+    const { rows } = await db.executeQuery<{ rows: LinkRow[] | string | null }>(
+      CompiledQuery.raw(READ_NEW, [
+        windows.map((w) => w.ask.entityId),
+        windows.map((w) => new Date(w.kept.lo)),
+        windows.map((w) => w.ask.distinctType),
+        windows.map((w) => new Date(w.kept.since)),
+      ]),
+    );
+    return rows.map(({ rows: value }) =>
+      typeof value === "string" ? (JSON.parse(value) as LinkRow[]) : (value ?? []),
     );
   }
 
