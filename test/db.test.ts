@@ -2,11 +2,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { sql } from "kysely";
+import { CompiledQuery, sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DataDirInUseError } from "../src/platform/db/dir-lock.js";
 import { NestedQueryError } from "../src/platform/db/guard.js";
-import { type Db, isUniqueViolation, openDb, withinBudget } from "../src/platform/db/index.js";
+import { type Db, isUniqueViolation, lastStatement, openDb, withinBudget } from "../src/platform/db/index.js";
 import { runTs } from "./support/children/process.js";
 import { createTestDatabase, SERVER_URL, type TestDatabase } from "./support/db.js";
 
@@ -117,6 +117,38 @@ describe("transactions", () => {
     expect(await labels()).toEqual([]);
     const after = await db.transaction((tx) => sql<{ one: number }>`SELECT 1 AS one`.execute(tx));
     expect(after.rows).toEqual([{ one: 1 }]);
+  });
+
+  // Decision 0037. VACUUM tells the two apart: PostgreSQL refuses it inside a transaction block.
+  it("runs a transaction's last statement on its own when nothing came before it, and inside it otherwise", async () => {
+    await sql`DELETE FROM race_rows`.execute(db.root);
+    const vacuum = () => CompiledQuery.raw("VACUUM race_rows");
+    await db.transaction((tx) => tx.executeQuery(lastStatement(vacuum())));
+    // Unmarked, the same statement goes after a BEGIN.
+    await expect(db.transaction((tx) => tx.executeQuery(vacuum()))).rejects.toThrow(/transaction block/);
+    // After a statement, the last one is in the transaction: a failure after it undoes both.
+    const insert = (label: string) => sql`INSERT INTO race_rows (label) VALUES (${label})`.compile(db.root);
+    const undone = db.transaction(async (tx) => {
+      await tx.executeQuery(insert("first"));
+      await tx.executeQuery(lastStatement(insert("last")));
+      throw new Error("roll back");
+    });
+    await expect(undone).rejects.toThrow("roll back");
+    expect(await labels()).toEqual([]);
+    // A transaction that is its one statement refuses another after it.
+    const after = db.transaction(async (tx) => {
+      await tx.executeQuery(lastStatement(insert("alone")));
+      await tx.executeQuery(insert("after"));
+    });
+    await expect(after).rejects.toThrow(/after its transaction's last statement/);
+    expect(await labels()).toEqual(["alone"]);
+    // A transaction that sends nothing begins nothing, and the connection goes on as before.
+    await db.transaction(async () => {});
+    const plain = await db.transaction(async (tx) => {
+      await tx.executeQuery(insert("plain"));
+      return sql<{ n: number }>`SELECT count(*)::int AS n FROM race_rows`.execute(tx);
+    });
+    expect(plain.rows).toEqual([{ n: 2 }]);
   });
 });
 

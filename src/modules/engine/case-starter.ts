@@ -323,7 +323,9 @@ export class CaseStarter implements StartTaker {
         run.value.write.state.startedAs = (started[i] as (typeof started)[number]).row.start_attempts;
       planned.push(run.value);
     }
-    await commit(tx, planned);
+    // Nothing follows the batch's write: where nothing came before it either (no node read the
+    // database), it is the whole transaction, with no BEGIN or COMMIT (decision 0037).
+    await commit(tx, planned, { last: true });
   }
 
   /** A case run alone; if it fails, a step job retries it with backoff. */

@@ -5,6 +5,7 @@ import {
   type Executor,
   findRows,
   jsonOrNull,
+  lastStatement,
   type Row,
   updateRows,
 } from "../../platform/db/index.js";
@@ -93,6 +94,7 @@ export async function writeSteps(
   tx: Executor,
   writes: CaseWrite[],
   also?: StatementPart,
+  options: { last?: boolean } = {},
 ): Promise<{ jobs: Map<string, number>; also: unknown }> {
   if (writes.length === 0) return { jobs: new Map(), also: undefined };
   const now = new Date();
@@ -148,16 +150,32 @@ export async function writeSteps(
       ? sql`(SELECT json_agg(json_build_array(job.id, job.job_key,
           (CASE WHEN job.locked_by IS NULL THEN ${notifyJobs} END) IS NULL)) FROM job)`
       : sql`NULL::json`;
-  const { rows } = await sql<{
+  // Cases run from the rows their insert or claim gave fail the statement itself when one of them
+  // was claimed again: a statement that is its transaction (`options.last`) has no rollback after
+  // it. (A text cast to int is how a plain statement raises an error; its text names the count.)
+  const checked = writes.some((w) => w.state.startedAs !== undefined);
+  const staleCheck = checked
+    ? sql`CASE WHEN (SELECT count(*) FROM kase) < ${writes.length}
+        THEN (${STALE_START} || (${writes.length} - (SELECT count(*) FROM kase)))::int END`
+    : sql`NULL`;
+  const query = sql<{
     cases: number;
     jobs: Array<[number, string | null, unknown]> | null;
     also: unknown;
   }>`
     WITH ${sql.join(parts)}
     SELECT (SELECT count(*) FROM kase) AS cases, ${jobsColumn} AS jobs,
-           ${also ? also.column : sql`NULL`} AS also`.execute(tx);
+           ${also ? also.column : sql`NULL`} AS also, ${staleCheck} AS stale`.compile(tx);
+  let rows: Array<{ cases: number; jobs: Array<[number, string | null, unknown]> | null; also: unknown }>;
+  try {
+    ({ rows } = await tx.executeQuery(options.last ? lastStatement(query) : query));
+  } catch (err) {
+    const stale = /"stale start: (\d+)"/.exec((err as Error).message ?? "");
+    if ((err as { code?: string }).code === "22P02" && stale) throw new StaleStart(Number(stale[1]));
+    throw err;
+  }
   const row = rows[0];
-  if (writes.some((w) => w.state.startedAs !== undefined) && Number(row?.cases) < writes.length) {
+  if (checked && Number(row?.cases) < writes.length) {
     throw new StaleStart(writes.length - Number(row?.cases));
   }
   return {
@@ -171,6 +189,8 @@ export async function writeSteps(
  * their starter counted (claimed again after its lease ran out): the batch is undone, and its cases run
  * again, each read and locked.
  */
+const STALE_START = "stale start: ";
+
 export class StaleStart extends Error {
   constructor(cases: number) {
     super(`${cases} case(s) of the batch were claimed again before it was written`);

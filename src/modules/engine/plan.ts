@@ -117,7 +117,11 @@ export function failCase(
 }
 
 /** Writes planned steps and their events; returns the continuations written claimed. */
-export async function commit(tx: Tx, planned: Planned[]): Promise<Continuation[]> {
+export async function commit(
+  tx: Tx,
+  planned: Planned[],
+  options: { last?: boolean } = {},
+): Promise<Continuation[]> {
   // The steps, the cases' states and their events in one statement: one round trip a batch.
   // (Every planned case has a write, so there are no events without writes.)
   const events = planned.flatMap((p) => p.events);
@@ -128,6 +132,7 @@ export async function commit(tx: Tx, planned: Planned[]): Promise<Continuation[]
       tx,
       planned.map((p) => p.write),
       write && { ctes: write.ctes, column: write.handed },
+      options,
     );
   } catch (err) {
     write?.failed();

@@ -1,5 +1,13 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { DatabaseConnection, Dialect, Driver, Kysely, TransactionSettings } from "kysely";
+import type {
+  CompiledQuery,
+  DatabaseConnection,
+  Dialect,
+  Driver,
+  Kysely,
+  QueryResult,
+  TransactionSettings,
+} from "kysely";
 
 /**
  * Catches a query sent to the root database from inside a transaction. On PostgreSQL such a
@@ -32,7 +40,68 @@ export function isInTransaction(): boolean {
   return scope.getStore()?.holding === true;
 }
 
+/**
+ * Statements that may be all their transaction does: when one is the first statement of its
+ * transaction, it runs on its own, without `BEGIN` and `COMMIT` (decision 0037).
+ */
+const lastStatements = new WeakSet<CompiledQuery>();
+
+/**
+ * Marks `query` as the last statement of the transaction it runs in, so that a transaction that
+ * sent nothing before it is that one statement: one round trip instead of three. Nothing may be
+ * sent after it, and it must fail whole (an error inside the statement, not a check of its
+ * result afterwards) wherever its transaction would have been rolled back.
+ */
+export function lastStatement<Q extends CompiledQuery>(query: Q): Q {
+  lastStatements.add(query);
+  return query;
+}
+
+/**
+ * A connection whose transactions begin at their first statement: `BEGIN` goes just before it,
+ * and a transaction whose first statement is its last (`lastStatement`) never begins.
+ */
+class DeferredConnection implements DatabaseConnection {
+  /** idle: no transaction; pending: begun, nothing sent; open: BEGIN sent; alone: its one statement sent. */
+  state: "idle" | "pending" | "open" | "alone" = "idle";
+  settings: TransactionSettings = {};
+  begun: Promise<void> | undefined;
+
+  constructor(
+    readonly inner: DatabaseConnection,
+    private readonly driver: Driver,
+  ) {}
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    await this.#begin(query);
+    return this.inner.executeQuery<R>(query);
+  }
+
+  async *streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    await this.#begin(query);
+    yield* this.inner.streamQuery<R>(query, chunkSize);
+  }
+
+  async #begin(query: CompiledQuery): Promise<void> {
+    if (this.state === "alone") {
+      throw new Error("a statement was sent after its transaction's last statement");
+    }
+    if (this.state === "pending") {
+      if (lastStatements.has(query)) {
+        this.state = "alone";
+        return;
+      }
+      this.state = "open";
+      // Statements sent meanwhile (a batch's cases run side by side) wait for the same BEGIN.
+      this.begun = this.driver.beginTransaction(this.inner, this.settings);
+    }
+    if (this.begun !== undefined) await this.begun;
+  }
+}
+
 class GuardedDriver implements Driver {
+  readonly #connections = new WeakMap<DatabaseConnection, DeferredConnection>();
+
   constructor(private readonly inner: Driver) {}
 
   init(): Promise<void> {
@@ -42,27 +111,59 @@ class GuardedDriver implements Driver {
   async acquireConnection(): Promise<DatabaseConnection> {
     const store = scope.getStore();
     if (store?.holding) throw new NestedQueryError();
-    const connection = await this.inner.acquireConnection();
+    const inner = await this.inner.acquireConnection();
     if (store) store.holding = true;
+    let connection = this.#connections.get(inner);
+    if (!connection) {
+      connection = new DeferredConnection(inner, this.inner);
+      this.#connections.set(inner, connection);
+    }
     return connection;
   }
 
-  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    return this.inner.beginTransaction(connection, settings);
+  async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    const c = connection as DeferredConnection;
+    c.state = "pending";
+    c.settings = settings;
+    c.begun = undefined;
   }
 
-  commitTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.inner.commitTransaction(connection);
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    const c = connection as DeferredConnection;
+    const open = c.state === "open";
+    const begun = c.begun;
+    c.state = "idle";
+    c.begun = undefined;
+    if (!open) return;
+    await begun;
+    await this.inner.commitTransaction(c.inner);
   }
 
-  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.inner.rollbackTransaction(connection);
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    const c = connection as DeferredConnection;
+    const open = c.state === "open";
+    const begun = c.begun;
+    c.state = "idle";
+    c.begun = undefined;
+    if (!open) return;
+    // A BEGIN that failed left nothing to roll back.
+    if (
+      await begun?.then(
+        () => false,
+        () => true,
+      )
+    )
+      return;
+    await this.inner.rollbackTransaction(c.inner);
   }
 
   releaseConnection(connection: DatabaseConnection): Promise<void> {
     const store = scope.getStore();
     if (store) store.holding = false;
-    return this.inner.releaseConnection(connection);
+    const c = connection as DeferredConnection;
+    c.state = "idle";
+    c.begun = undefined;
+    return this.inner.releaseConnection(c.inner);
   }
 
   destroy(): Promise<void> {

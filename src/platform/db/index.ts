@@ -270,6 +270,7 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return e?.code === "23505" && (constraint === undefined || e.constraint === constraint);
 }
 
+export { lastStatement } from "./guard.js";
 export { keysetPage } from "./keyset.js";
 export {
   deleteRows,
