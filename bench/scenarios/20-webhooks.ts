@@ -313,6 +313,9 @@ const scenario: Scenario = {
                   `before it could be read per database), other databases committing ${work.otherCommits} transactions meanwhile`,
             `goals: ≤ ${GOALS.transactions} transactions, ≤ ${GOALS.rows} rows, ≤ ${GOALS.walKB} KB of WAL per delivered ` +
               `case — ${met ? "met" : "MISSED"}`,
+            ...(work.statements.length > 0
+              ? [`statements per delivered case (pg_stat_statements): ${work.statements.join("; ")}`]
+              : []),
           );
         }
 
