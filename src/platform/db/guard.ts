@@ -82,6 +82,14 @@ class DeferredConnection implements DatabaseConnection {
     yield* this.inner.streamQuery<R>(query, chunkSize);
   }
 
+  /** Ends the transaction here: its BEGIN, where one was sent, to commit or roll back after. */
+  end(): Promise<void> | undefined {
+    const begun = this.state === "open" ? this.begun : undefined;
+    this.state = "idle";
+    this.begun = undefined;
+    return begun;
+  }
+
   async #begin(query: CompiledQuery): Promise<void> {
     if (this.state === "alone") {
       throw new Error("a statement was sent after its transaction's last statement");
@@ -130,28 +138,22 @@ class GuardedDriver implements Driver {
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const c = connection as DeferredConnection;
-    const open = c.state === "open";
-    const begun = c.begun;
-    c.state = "idle";
-    c.begun = undefined;
-    if (!open) return;
+    const begun = c.end();
+    if (!begun) return;
     await begun;
     await this.inner.commitTransaction(c.inner);
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
     const c = connection as DeferredConnection;
-    const open = c.state === "open";
-    const begun = c.begun;
-    c.state = "idle";
-    c.begun = undefined;
-    if (!open) return;
-    // A BEGIN that failed left nothing to roll back.
+    const begun = c.end();
+    // Nothing begun, or a BEGIN that failed: nothing to roll back.
     if (
-      await begun?.then(
+      !begun ||
+      (await begun.then(
         () => false,
         () => true,
-      )
+      ))
     )
       return;
     await this.inner.rollbackTransaction(c.inner);
@@ -161,8 +163,8 @@ class GuardedDriver implements Driver {
     const store = scope.getStore();
     if (store) store.holding = false;
     const c = connection as DeferredConnection;
-    c.state = "idle";
-    c.begun = undefined;
+    // A transaction is over by now; its BEGIN's outcome was awaited by the statement that sent it.
+    void c.end();
     return this.inner.releaseConnection(c.inner);
   }
 
