@@ -153,8 +153,7 @@ export async function writeSteps(
   // Cases run from the rows their insert or claim gave fail the statement itself when one of them
   // was claimed again: a statement that is its transaction (`options.last`) has no rollback after
   // it. (A text cast to int is how a plain statement raises an error; its text names the count.)
-  const checked = writes.some((w) => w.state.startedAs !== undefined);
-  const staleCheck = checked
+  const staleCheck = writes.some((w) => w.state.startedAs !== undefined)
     ? sql`CASE WHEN (SELECT count(*) FROM kase) < ${writes.length}
         THEN (${STALE_START} || (${writes.length} - (SELECT count(*) FROM kase)))::int END`
     : sql`NULL`;
@@ -166,31 +165,31 @@ export async function writeSteps(
     WITH ${sql.join(parts)}
     SELECT (SELECT count(*) FROM kase) AS cases, ${jobsColumn} AS jobs,
            ${also ? also.column : sql`NULL`} AS also, ${staleCheck} AS stale`.compile(tx);
-  let rows: Array<{ cases: number; jobs: Array<[number, string | null, unknown]> | null; also: unknown }>;
-  try {
-    ({ rows } = await tx.executeQuery(options.last ? lastStatement(query) : query));
-  } catch (err) {
-    const stale = /"stale start: (\d+)"/.exec((err as Error).message ?? "");
-    if ((err as { code?: string }).code === "22P02" && stale) throw new StaleStart(Number(stale[1]));
-    throw err;
-  }
+  // The statement itself fails when a case was claimed again, so a result means all were written.
+  const { rows } = await tx
+    .executeQuery(options.last ? lastStatement(query) : query)
+    .catch((err: unknown) => {
+      const stale = STALE_COUNT.exec((err as Error).message ?? "");
+      if ((err as { code?: string }).code === "22P02" && stale) throw new StaleStart(Number(stale[1]));
+      throw err;
+    });
   const row = rows[0];
-  if (checked && Number(row?.cases) < writes.length) {
-    throw new StaleStart(writes.length - Number(row?.cases));
-  }
   return {
     jobs: new Map((row?.jobs ?? []).flatMap(([id, key]) => (key === null ? [] : [[key, id] as const]))),
     also: row?.also,
   };
 }
 
+/** The text the batch's write fails with when some of its cases were claimed again. */
+const STALE_START = "stale start: ";
+/** The count of cases claimed again, in the message of that failure (the text `int` refused). */
+const STALE_COUNT = new RegExp(`"${STALE_START}(\\d+)"`);
+
 /**
  * Cases run from the rows their insert or claim gave were no longer waiting to start with the run
  * their starter counted (claimed again after its lease ran out): the batch is undone, and its cases run
  * again, each read and locked.
  */
-const STALE_START = "stale start: ";
-
 export class StaleStart extends Error {
   constructor(cases: number) {
     super(`${cases} case(s) of the batch were claimed again before it was written`);

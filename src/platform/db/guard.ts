@@ -63,9 +63,9 @@ export function lastStatement<Q extends CompiledQuery>(query: Q): Q {
  */
 class DeferredConnection implements DatabaseConnection {
   /** idle: no transaction; pending: begun, nothing sent; open: BEGIN sent; alone: its one statement sent. */
-  state: "idle" | "pending" | "open" | "alone" = "idle";
-  settings: TransactionSettings = {};
-  begun: Promise<void> | undefined;
+  #state: "idle" | "pending" | "open" | "alone" = "idle";
+  #settings: TransactionSettings = {};
+  #begun: Promise<void> | undefined;
 
   constructor(
     readonly inner: DatabaseConnection,
@@ -82,28 +82,35 @@ class DeferredConnection implements DatabaseConnection {
     yield* this.inner.streamQuery<R>(query, chunkSize);
   }
 
+  /** Starts a transaction here, to begin at its first statement. */
+  start(settings: TransactionSettings): void {
+    this.#state = "pending";
+    this.#settings = settings;
+    this.#begun = undefined;
+  }
+
   /** Ends the transaction here: its BEGIN, where one was sent, to commit or roll back after. */
   end(): Promise<void> | undefined {
-    const begun = this.state === "open" ? this.begun : undefined;
-    this.state = "idle";
-    this.begun = undefined;
+    const begun = this.#state === "open" ? this.#begun : undefined;
+    this.#state = "idle";
+    this.#begun = undefined;
     return begun;
   }
 
   async #begin(query: CompiledQuery): Promise<void> {
-    if (this.state === "alone") {
+    if (this.#state === "alone") {
       throw new Error("a statement was sent after its transaction's last statement");
     }
-    if (this.state === "pending") {
+    if (this.#state === "pending") {
       if (lastStatements.has(query)) {
-        this.state = "alone";
+        this.#state = "alone";
         return;
       }
-      this.state = "open";
+      this.#state = "open";
       // Statements sent meanwhile (a batch's cases run side by side) wait for the same BEGIN.
-      this.begun = this.driver.beginTransaction(this.inner, this.settings);
+      this.#begun = this.driver.beginTransaction(this.inner, this.#settings);
     }
-    if (this.begun !== undefined) await this.begun;
+    if (this.#begun !== undefined) await this.#begun;
   }
 }
 
@@ -130,10 +137,7 @@ class GuardedDriver implements Driver {
   }
 
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    const c = connection as DeferredConnection;
-    c.state = "pending";
-    c.settings = settings;
-    c.begun = undefined;
+    (connection as DeferredConnection).start(settings);
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
