@@ -6,7 +6,14 @@ import { CompiledQuery, sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DataDirInUseError } from "../src/platform/db/dir-lock.js";
 import { NestedQueryError } from "../src/platform/db/guard.js";
-import { type Db, isUniqueViolation, lastStatement, openDb, withinBudget } from "../src/platform/db/index.js";
+import {
+  type Db,
+  isUniqueViolation,
+  lastStatement,
+  openDb,
+  openingStatement,
+  withinBudget,
+} from "../src/platform/db/index.js";
 import { runTs } from "./support/children/process.js";
 import { createTestDatabase, SERVER_URL, type TestDatabase } from "./support/db.js";
 
@@ -149,6 +156,46 @@ describe("transactions", () => {
       return sql<{ n: number }>`SELECT count(*)::int AS n FROM race_rows`.execute(tx);
     });
     expect(plain.rows).toEqual([{ n: 2 }]);
+  });
+
+  // Decision 0037. SAVEPOINT tells a statement in a transaction from one alone: outside a
+  // transaction block both databases refuse it.
+  it("sends a transaction's opening statement with its BEGIN, and rolls both back", async () => {
+    await sql`DELETE FROM race_rows`.execute(db.root);
+    const opening = () =>
+      openingStatement(CompiledQuery.raw("SAVEPOINT opening; SET LOCAL application_name = 'cds-opening'"));
+    // Unmarked and alone, the savepoint is refused.
+    await expect(
+      db.transaction((tx) => tx.executeQuery(lastStatement(CompiledQuery.raw("SAVEPOINT opening")))),
+    ).rejects.toThrow(/transaction block/);
+    const undone = db.transaction(async (tx) => {
+      await tx.executeQuery(opening());
+      if (SERVER_URL) {
+        // One round trip: the server's last text from this session is the BEGIN and the statement.
+        const { rows } = await sql<{ query: string }>`
+          SELECT query FROM pg_stat_activity
+          WHERE application_name = 'cds-opening' AND datname = current_database()`.execute(
+          db.boundedReads(1234) as NonNullable<ReturnType<Db["boundedReads"]>>,
+        );
+        expect(rows.map((r) => r.query)).toEqual([
+          "begin; SAVEPOINT opening; SET LOCAL application_name = 'cds-opening'",
+        ]);
+      }
+      await sql`INSERT INTO race_rows (label) VALUES ('opened')`.execute(tx);
+      throw new Error("roll back");
+    });
+    await expect(undone).rejects.toThrow("roll back");
+    expect(await labels()).toEqual([]);
+    // After another statement it runs as it is, in the same transaction.
+    await db.transaction(async (tx) => {
+      await sql`INSERT INTO race_rows (label) VALUES ('first')`.execute(tx);
+      await tx.executeQuery(opening());
+      await sql`INSERT INTO race_rows (label) VALUES ('second')`.execute(tx);
+      await tx.executeQuery(CompiledQuery.raw("ROLLBACK TO SAVEPOINT opening"));
+    });
+    expect(await labels()).toEqual(["first"]);
+    // A statement with parameters cannot carry a BEGIN.
+    expect(() => openingStatement(sql`SELECT ${1}`.compile(db.root))).toThrow(/no parameters/);
   });
 });
 

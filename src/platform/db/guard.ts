@@ -1,12 +1,12 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type {
+import {
   CompiledQuery,
-  DatabaseConnection,
-  Dialect,
-  Driver,
-  Kysely,
-  QueryResult,
-  TransactionSettings,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type Kysely,
+  type QueryResult,
+  type TransactionSettings,
 } from "kysely";
 
 /**
@@ -57,9 +57,34 @@ export function lastStatement<Q extends CompiledQuery>(query: Q): Q {
   return query;
 }
 
+/** Statements that may carry their transaction's `BEGIN` in their round trip (decision 0037). */
+const openingStatements = new WeakSet<CompiledQuery>();
+
 /**
- * A connection whose transactions begin at their first statement: `BEGIN` goes just before it,
- * and a transaction whose first statement is its last (`lastStatement`) never begins.
+ * Marks `query`, a statement without parameters whose result is not read (a savepoint and its
+ * settings), as one that may open its transaction: when it is the transaction's first statement,
+ * `BEGIN` goes in front of it in one round trip, as one text of the simple protocol. Anywhere
+ * else it runs as it is.
+ */
+export function openingStatement<Q extends CompiledQuery>(query: Q): Q {
+  if (query.parameters.length > 0) throw new Error("an opening statement has no parameters");
+  openingStatements.add(query);
+  return query;
+}
+
+/** The command that begins a transaction with `settings`, as the drivers send it. */
+function beginCommand(settings: TransactionSettings): string {
+  const mode = [
+    settings.isolationLevel ? `isolation level ${settings.isolationLevel}` : "",
+    settings.accessMode ?? "",
+  ].filter(Boolean);
+  return mode.length > 0 ? `start transaction ${mode.join(" ")}` : "begin";
+}
+
+/**
+ * A connection whose transactions begin at their first statement: `BEGIN` goes just before it
+ * (with it, for an `openingStatement`), and a transaction whose first statement is its last
+ * (`lastStatement`) never begins.
  */
 class DeferredConnection implements DatabaseConnection {
   /** idle: no transaction; pending: begun, nothing sent; open: BEGIN sent; alone: its one statement sent. */
@@ -73,6 +98,19 @@ class DeferredConnection implements DatabaseConnection {
   ) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    if (this.#state === "pending" && openingStatements.has(query)) {
+      this.#state = "open";
+      const sent = this.inner.executeQuery<R>(
+        CompiledQuery.raw(`${beginCommand(this.#settings)}; ${query.sql}`),
+      );
+      // Whether its statement succeeded or not, the BEGIN went first: the transaction is to be
+      // ended, and statements sent meanwhile wait for the same round trip.
+      this.#begun = sent.then(
+        () => undefined,
+        () => undefined,
+      );
+      return sent;
+    }
     await this.#begin(query);
     return this.inner.executeQuery<R>(query);
   }

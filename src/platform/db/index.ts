@@ -1,9 +1,9 @@
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
-import { Kysely, PostgresDialect, type RawBuilder, sql, type Transaction } from "kysely";
+import { CompiledQuery, Kysely, PostgresDialect, type RawBuilder, sql, type Transaction } from "kysely";
 import pg from "pg";
 import { lockDataDir } from "./dir-lock.js";
-import { GuardedDialect, inTransactionScope } from "./guard.js";
+import { GuardedDialect, inTransactionScope, openingStatement } from "./guard.js";
 import { PgListener } from "./pg-listener.js";
 import { PGliteDialect } from "./pglite-driver.js";
 import { PreparingClient } from "./prepared-client.js";
@@ -256,7 +256,10 @@ export async function withinBudget<T>(tx: Tx, timeoutMs: number, run: () => Prom
   const settings = Object.entries({ statement_timeout: String(ms), ...BOUNDED_SETTINGS }).map(
     ([setting, value]) => `SET LOCAL ${setting} = ${value}`,
   );
-  await sql.raw(["SAVEPOINT within_budget", ...settings].join("; ")).execute(tx);
+  // Most often the transaction's first statement: its BEGIN then goes with it (decision 0037).
+  await tx.executeQuery(
+    openingStatement(CompiledQuery.raw(["SAVEPOINT within_budget", ...settings].join("; "))),
+  );
   try {
     return await run();
   } finally {
@@ -270,7 +273,7 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return e?.code === "23505" && (constraint === undefined || e.constraint === constraint);
 }
 
-export { lastStatement } from "./guard.js";
+export { lastStatement, openingStatement } from "./guard.js";
 export { keysetPage } from "./keyset.js";
 export {
   deleteRows,
