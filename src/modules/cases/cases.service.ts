@@ -216,8 +216,11 @@ async function insertAndStart(
     idempotencyKey: dryRun ? null : (input.idempotencyKey ?? null),
     dryRun,
     currentNodeId: wf.start,
-    ...(confirm.confirmCurrent ? { confirmCurrent: true } : {}),
-    ...(confirm.confirmKeyId ? { confirmKeyId: confirm.confirmKeyId } : {}),
+    // Every property a copy of it may set, present from the start: the copy that claims it for
+    // this process's starter then only changes one (decision 0038).
+    claimSeconds: undefined,
+    confirmCurrent: confirm.confirmCurrent === true,
+    confirmKeyId: confirm.confirmKeyId || undefined,
   };
   const inserted = await caseInserts(ctx).add(kase);
   return inserted ? kase : undefined;
@@ -344,8 +347,8 @@ export async function caseRecord(
     parts.tags(db, row.tenant_id, row.id),
     parts.informationRequests(db, row.tenant_id, row.id),
   ]);
+  // The identity spread last: a spread's copy takes no property after it (decision 0038).
   return {
-    ...caseIdentity(row),
     subject: row.subject,
     payload: row.payload,
     metadata: row.metadata,
@@ -362,6 +365,7 @@ export async function caseRecord(
     error: row.error,
     tags,
     informationRequests,
+    ...caseIdentity(row),
   };
 }
 
@@ -401,13 +405,13 @@ export async function getCaseSummaries(ctx: AppContext, tenantId: string, caseId
 
 export function caseSummary(row: CaseRow) {
   return {
-    ...caseIdentity(row),
     displayName: typeof row.subject.displayName === "string" ? row.subject.displayName : null,
     externalCustomerId: row.external_customer_id,
     decision: row.decision,
     dryRun: row.dry_run,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
+    ...caseIdentity(row),
   };
 }
 

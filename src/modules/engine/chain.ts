@@ -92,9 +92,10 @@ async function evaluateNode(
     for (let round = 0; ; round++) {
       try {
         const variables = withListLookups(vars(), lookups);
+        // The input spread last: a spread's copy takes no property after it (decision 0038).
         const outcome = await type.evaluate(node, {
-          ...input,
           vars: attempt.watch(threads ? withOffloads(variables, threads.offloads) : variables),
+          ...input,
         });
         return withFacts(outcome, lookups, attempt);
       } catch (err) {

@@ -40,10 +40,17 @@ export interface NewStep extends RunPlace {
   finishedAt: Date | null;
 }
 
-/** A step's row, its JSON columns as values (for a JSON document of rows). */
+/**
+ * A step's row, its JSON columns as values (for a JSON document of rows). Spelled out, not
+ * `placeValues` spread: on Node.js 20 each property after a spread's copy costs a map
+ * transition of its own, 6 µs a step here (decision 0038).
+ */
 function stepRow(step: NewStep) {
   return {
-    ...placeValues(step),
+    tenant_id: step.tenantId,
+    case_id: step.caseId,
+    seq: step.seq,
+    node_id: step.nodeId,
     node_type: step.nodeType,
     status: step.status,
     output: step.output,

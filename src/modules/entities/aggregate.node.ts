@@ -150,13 +150,14 @@ function windowAskOf(kase: NodeCase, figure: Figure): DistinctAsk | undefined {
     // No currency, no amount to add: the statement's way gives the empty value at once.
     if (currency === null) return undefined;
   }
+  // The spread last: a spread's copy takes no property after it (decision 0038).
   return {
-    ...windowOf(kase, figure),
     entityId,
     fn: figure.function,
     distinctType: distinct ? (figure.distinct ?? null) : null,
     currency,
     caseType: figure.caseType ?? null,
+    ...windowOf(kase, figure),
   };
 }
 

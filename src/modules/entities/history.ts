@@ -102,7 +102,7 @@ export async function computeFiguresOfCases(
   asks.forEach(({ kase, figures }, a) => {
     const facts = factsOf(kase);
     figures.forEach((figure, i) => {
-      const row = askedOf(kase, facts, figure);
+      const row = askedOf(kase, facts, figure, a, i);
       if ("value" in row) {
         (values[a] as Array<number | null>)[i] = row.value;
         return;
@@ -114,7 +114,8 @@ export async function computeFiguresOfCases(
         known = { index: shapes.size, shape };
         shapes.set(key, known);
       }
-      asked.push({ ...row, a, i, shape: known.index });
+      row.shape = known.index;
+      asked.push(row);
     });
   });
   if (asked.length === 0) return values;
@@ -210,21 +211,34 @@ function factsOf(kase: HistoryCase): { ids: Map<string, string>; currency: strin
   return { ids, currency: transactionAmount(kase.subject).currency };
 }
 
-/** A figure's row of parameters, or its value where no case can count (no key, no currency). */
+/**
+ * Figure `i` of case `a`'s row of parameters (its shape still to be set), or its value where no
+ * case can count (no key, no currency). One object literal (decision 0038).
+ */
 function askedOf(
   kase: HistoryCase,
   facts: ReturnType<typeof factsOf>,
   figure: Figure,
-): { value: number | null } | Omit<Asked, "a" | "i" | "shape"> {
+  a: number,
+  i: number,
+): { value: number | null } | Asked {
   const empty =
     figure.function === "count" || figure.function === "countDistinct" || figure.function === "sum";
   const ids = facts.ids.get(figure.by);
   const amountOf = AMOUNT_FUNCTIONS.has(figure.function);
   const { currency } = facts;
   if (ids === undefined || (amountOf && currency === null)) return { value: empty ? 0 : null };
+  const window = windowOf(kase, figure);
   return {
+    a,
+    i,
+    shape: -1,
     ids,
-    ...windowOf(kase, figure),
+    from: window.from,
+    to: window.to,
+    acceptedBefore: window.acceptedBefore,
+    caseId: window.caseId,
+    tenantId: window.tenantId,
     currency: amountOf ? currency : null,
     caseType: figure.caseType ?? null,
     decision: figure.decision ?? null,
