@@ -116,16 +116,16 @@ export async function insertCases(
   onAccept: readonly CaseAcceptHook[] = [],
 ): Promise<Map<string, Date>> {
   if (cases.length === 0) return new Map();
-  const values = sql.join(
-    cases.map((c) => {
-      const v = caseValues(c);
-      return sql`(${v.id}::uuid, ${v.tenant_id}::uuid, ${v.request_id}::text, ${v.status}::text,
-        ${v.type}::text, ${v.workflow_id}::text, ${v.workflow_version}::int, ${v.subject}::json,
-        ${v.payload}::json, ${v.metadata}::json, ${v.external_customer_id}::text,
-        ${v.event_timestamp}::timestamptz, ${v.idempotency_key}::text, ${v.dry_run}::boolean,
-        ${v.current_node_id}::text, ${v.created_at}::timestamptz, ${c.claimSeconds ?? null}::int,
-        ${c.confirmCurrent === true}::boolean, ${c.confirmKeyId ?? null}::text)`;
-    }),
+  // The batch as one JSON document: one parameter and one statement text for any number of
+  // cases (prepared once), not nineteen parameters a case, each formatted on its own.
+  const at = new Date();
+  const document = JSON.stringify(
+    cases.map((c) => ({
+      columns: newCaseColumns(c, c.subject, c.payload, c.metadata, at),
+      claim_seconds: c.claimSeconds ?? null,
+      confirm_current: c.confirmCurrent === true,
+      confirm_key_id: c.confirmKeyId ?? null,
+    })),
   );
   // An acceptance time behind the transaction's start by more than the lag is raised to it, in
   // whole milliseconds like the service's own times.
@@ -141,15 +141,17 @@ export async function insertCases(
       v.subject, v.payload, v.metadata, v.external_customer_id, v.event_timestamp,
       v.idempotency_key, v.dry_run, v.current_node_id,
       greatest(v.created_at, ${acceptedAtLeast}), greatest(v.created_at, ${acceptedAtLeast}),
-      CASE WHEN v.claim_seconds IS NULL THEN 0 ELSE 1 END,
-      now() + make_interval(secs => v.claim_seconds)
-    FROM (VALUES ${values}) AS v (id, tenant_id, request_id, status, type, workflow_id,
-      workflow_version, subject, payload, metadata, external_customer_id, event_timestamp,
-      idempotency_key, dry_run, current_node_id, created_at, claim_seconds, confirm_current,
-      confirm_key_id)
-    WHERE (NOT v.confirm_current
+      CASE WHEN r.claim_seconds IS NULL THEN 0 ELSE 1 END,
+      now() + make_interval(secs => r.claim_seconds)
+    FROM json_to_recordset(${document}::json)
+        AS r (columns json, claim_seconds int, confirm_current boolean, confirm_key_id text),
+      json_to_record(r.columns) AS v (id uuid, tenant_id uuid, request_id text, status text,
+        type text, workflow_id text, workflow_version int, subject json, payload json,
+        metadata json, external_customer_id text, event_timestamp timestamptz,
+        idempotency_key text, dry_run boolean, current_node_id text, created_at timestamptz)
+    WHERE (NOT r.confirm_current
         OR ${isCurrentVersion(sql.ref("v.tenant_id"), sql.ref("v.workflow_id"), sql.ref("v.workflow_version"))})
-      AND (v.confirm_key_id IS NULL OR ${isLiveKey(sql.ref("v.confirm_key_id"), sql.ref("v.tenant_id"))})
+      AND (r.confirm_key_id IS NULL OR ${isLiveKey(sql.ref("r.confirm_key_id"), sql.ref("v.tenant_id"))})
     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
     RETURNING id, coalesce(event_timestamp, created_at) AS case_time, created_at`;
   // What other features write with the cases (their entities), in this one statement.
