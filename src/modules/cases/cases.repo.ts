@@ -1,13 +1,6 @@
 import { type Expression, type RawBuilder, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
-import {
-  type Executor,
-  findRow,
-  jsonOrNull,
-  keysetPage,
-  type Row,
-  updateRows,
-} from "../../platform/db/index.js";
+import { type Executor, findRow, keysetPage, type Row, updateRows } from "../../platform/db/index.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
 import { isLiveKey } from "../auth/index.js";
 import { isCurrentVersion } from "../workflows/index.js";
@@ -328,31 +321,31 @@ export interface CaseStateWrite {
  * this is the cases table's share of it, kept here with the table's other writes.
  */
 export function caseStatesUpdate(states: CaseStateWrite[], now: Date): RawBuilder<unknown> {
-  const rows = sql.join(
-    states.map((c) => {
-      const values = [
-        sql`${c.caseId}::uuid`,
-        sql`${c.tenantId}::uuid`,
-        sql`${c.status}::text`,
-        sql`${c.stepSeq}::int`,
-        sql`${c.currentNodeId}::text`,
-        sql`${JSON.stringify(c.nodeOutputs)}::jsonb`,
-        sql`${jsonOrNull(c.decision)}::jsonb`,
-        sql`${JSON.stringify(c.decisionHistory)}::jsonb`,
-        sql`${jsonOrNull(c.workflowResult)}::json`,
-        sql`${jsonOrNull(c.error)}::jsonb`,
-        sql`${c.startedAs ?? null}::int`,
-      ];
-      return sql`(${sql.join(values)})`;
-    }),
+  // The states as one JSON document: one parameter and one statement text for any number of
+  // cases, each state's documents written once into it (a null is SQL's NULL).
+  const document = JSON.stringify(
+    states.map((c) => ({
+      id: c.caseId,
+      tenant_id: c.tenantId,
+      status: c.status,
+      step_seq: c.stepSeq,
+      current_node_id: c.currentNodeId,
+      node_outputs: c.nodeOutputs,
+      decision: c.decision ?? null,
+      decision_history: c.decisionHistory,
+      workflow_result: c.workflowResult ?? null,
+      error: c.error ?? null,
+      started_as: c.startedAs ?? null,
+    })),
   );
   return sql`
     UPDATE cases c
     SET status = v.status, step_seq = v.step_seq, current_node_id = v.current_node_id,
         node_outputs = v.node_outputs, decision = v.decision, decision_history = v.decision_history,
         workflow_result = v.workflow_result, error = v.error, updated_at = ${now}::timestamptz
-    FROM (VALUES ${rows}) AS v(id, tenant_id, status, step_seq, current_node_id, node_outputs, decision,
-                                 decision_history, workflow_result, error, started_as)
+    FROM json_to_recordset(${document}::json)
+      AS v(id uuid, tenant_id uuid, status text, step_seq int, current_node_id text, node_outputs jsonb,
+           decision jsonb, decision_history jsonb, workflow_result json, error jsonb, started_as int)
     WHERE c.id = v.id AND c.tenant_id = v.tenant_id
       AND (v.started_as IS NULL OR (c.status = 'received' AND c.start_attempts = v.started_as))
     RETURNING c.id`;
