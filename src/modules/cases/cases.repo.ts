@@ -1,6 +1,13 @@
 import { type Expression, type RawBuilder, sql, type Updateable } from "kysely";
 import { isUuid } from "../../platform/crypto.js";
-import { type Executor, findRow, keysetPage, type Row, updateRows } from "../../platform/db/index.js";
+import {
+  type Executor,
+  findRow,
+  jsonOrNull,
+  keysetPage,
+  type Row,
+  updateRows,
+} from "../../platform/db/index.js";
 import { JOBS_CHANNEL } from "../../platform/jobs.js";
 import { isLiveKey } from "../auth/index.js";
 import { isCurrentVersion } from "../workflows/index.js";
@@ -109,16 +116,16 @@ export async function insertCases(
   onAccept: readonly CaseAcceptHook[] = [],
 ): Promise<Map<string, Date>> {
   if (cases.length === 0) return new Map();
-  // The batch as one JSON document: one parameter and one statement text for any number of
-  // cases (prepared once), not nineteen parameters a case, each formatted on its own.
-  const at = new Date();
-  const document = JSON.stringify(
-    cases.map((c) => ({
-      columns: newCaseColumns(c, c.subject, c.payload, c.metadata, at),
-      claim_seconds: c.claimSeconds ?? null,
-      confirm_current: c.confirmCurrent === true,
-      confirm_key_id: c.confirmKeyId ?? null,
-    })),
+  const values = sql.join(
+    cases.map((c) => {
+      const v = caseValues(c);
+      return sql`(${v.id}::uuid, ${v.tenant_id}::uuid, ${v.request_id}::text, ${v.status}::text,
+        ${v.type}::text, ${v.workflow_id}::text, ${v.workflow_version}::int, ${v.subject}::json,
+        ${v.payload}::json, ${v.metadata}::json, ${v.external_customer_id}::text,
+        ${v.event_timestamp}::timestamptz, ${v.idempotency_key}::text, ${v.dry_run}::boolean,
+        ${v.current_node_id}::text, ${v.created_at}::timestamptz, ${c.claimSeconds ?? null}::int,
+        ${c.confirmCurrent === true}::boolean, ${c.confirmKeyId ?? null}::text)`;
+    }),
   );
   // An acceptance time behind the transaction's start by more than the lag is raised to it, in
   // whole milliseconds like the service's own times.
@@ -134,17 +141,15 @@ export async function insertCases(
       v.subject, v.payload, v.metadata, v.external_customer_id, v.event_timestamp,
       v.idempotency_key, v.dry_run, v.current_node_id,
       greatest(v.created_at, ${acceptedAtLeast}), greatest(v.created_at, ${acceptedAtLeast}),
-      CASE WHEN r.claim_seconds IS NULL THEN 0 ELSE 1 END,
-      now() + make_interval(secs => r.claim_seconds)
-    FROM json_to_recordset(${document}::json)
-        AS r (columns json, claim_seconds int, confirm_current boolean, confirm_key_id text),
-      json_to_record(r.columns) AS v (id uuid, tenant_id uuid, request_id text, status text,
-        type text, workflow_id text, workflow_version int, subject json, payload json,
-        metadata json, external_customer_id text, event_timestamp timestamptz,
-        idempotency_key text, dry_run boolean, current_node_id text, created_at timestamptz)
-    WHERE (NOT r.confirm_current
+      CASE WHEN v.claim_seconds IS NULL THEN 0 ELSE 1 END,
+      now() + make_interval(secs => v.claim_seconds)
+    FROM (VALUES ${values}) AS v (id, tenant_id, request_id, status, type, workflow_id,
+      workflow_version, subject, payload, metadata, external_customer_id, event_timestamp,
+      idempotency_key, dry_run, current_node_id, created_at, claim_seconds, confirm_current,
+      confirm_key_id)
+    WHERE (NOT v.confirm_current
         OR ${isCurrentVersion(sql.ref("v.tenant_id"), sql.ref("v.workflow_id"), sql.ref("v.workflow_version"))})
-      AND (r.confirm_key_id IS NULL OR ${isLiveKey(sql.ref("r.confirm_key_id"), sql.ref("v.tenant_id"))})
+      AND (v.confirm_key_id IS NULL OR ${isLiveKey(sql.ref("v.confirm_key_id"), sql.ref("v.tenant_id"))})
     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
     RETURNING id, coalesce(event_timestamp, created_at) AS case_time, created_at`;
   // What other features write with the cases (their entities), in this one statement.
@@ -321,31 +326,31 @@ export interface CaseStateWrite {
  * this is the cases table's share of it, kept here with the table's other writes.
  */
 export function caseStatesUpdate(states: CaseStateWrite[], now: Date): RawBuilder<unknown> {
-  // The states as one JSON document: one parameter and one statement text for any number of
-  // cases, each state's documents written once into it (a null is SQL's NULL).
-  const document = JSON.stringify(
-    states.map((c) => ({
-      id: c.caseId,
-      tenant_id: c.tenantId,
-      status: c.status,
-      step_seq: c.stepSeq,
-      current_node_id: c.currentNodeId,
-      node_outputs: c.nodeOutputs,
-      decision: c.decision ?? null,
-      decision_history: c.decisionHistory,
-      workflow_result: c.workflowResult ?? null,
-      error: c.error ?? null,
-      started_as: c.startedAs ?? null,
-    })),
+  const rows = sql.join(
+    states.map((c) => {
+      const values = [
+        sql`${c.caseId}::uuid`,
+        sql`${c.tenantId}::uuid`,
+        sql`${c.status}::text`,
+        sql`${c.stepSeq}::int`,
+        sql`${c.currentNodeId}::text`,
+        sql`${JSON.stringify(c.nodeOutputs)}::jsonb`,
+        sql`${jsonOrNull(c.decision)}::jsonb`,
+        sql`${JSON.stringify(c.decisionHistory)}::jsonb`,
+        sql`${jsonOrNull(c.workflowResult)}::json`,
+        sql`${jsonOrNull(c.error)}::jsonb`,
+        sql`${c.startedAs ?? null}::int`,
+      ];
+      return sql`(${sql.join(values)})`;
+    }),
   );
   return sql`
     UPDATE cases c
     SET status = v.status, step_seq = v.step_seq, current_node_id = v.current_node_id,
         node_outputs = v.node_outputs, decision = v.decision, decision_history = v.decision_history,
         workflow_result = v.workflow_result, error = v.error, updated_at = ${now}::timestamptz
-    FROM json_to_recordset(${document}::json)
-      AS v(id uuid, tenant_id uuid, status text, step_seq int, current_node_id text, node_outputs jsonb,
-           decision jsonb, decision_history jsonb, workflow_result json, error jsonb, started_as int)
+    FROM (VALUES ${rows}) AS v(id, tenant_id, status, step_seq, current_node_id, node_outputs, decision,
+                                 decision_history, workflow_result, error, started_as)
     WHERE c.id = v.id AND c.tenant_id = v.tenant_id
       AND (v.started_as IS NULL OR (c.status = 'received' AND c.start_attempts = v.started_as))
     RETURNING c.id`;

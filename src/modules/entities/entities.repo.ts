@@ -20,32 +20,33 @@ const PEERS_MAX_KEYS = 16;
  * cases are not linked: they are not part of what the tenant knows.
  */
 export function entityWrites(cases: readonly AcceptedCase[]): RawBuilder<unknown> | undefined {
-  // One JSON document for all the batch's links: one parameter, one statement text for any
-  // number of them, and each link one object literal (decision 0038).
   const keys = cases.flatMap((c) => {
     if (c.dryRun) return [];
     const { amount, currency } = transactionAmount(c.subject);
+    // One object literal a link, not a spread of the key (decision 0038).
     return entityKeysOf(c.subject, c.externalCustomerId).map((k) => ({
-      case_id: c.id,
-      entity_id: entityId(c.tenantId, k.type, k.value),
-      tenant_id: c.tenantId,
       type: k.type,
       value: k.value,
       role: k.role,
-      case_type: c.type,
+      caseId: c.id,
+      tenantId: c.tenantId,
+      entityId: entityId(c.tenantId, k.type, k.value),
+      caseType: c.type,
       amount,
       currency,
     }));
   });
   if (keys.length === 0) return undefined;
+  const values = sql.join(
+    keys.map(
+      (k) =>
+        sql`(${k.caseId}::uuid, ${k.entityId}::uuid, ${k.tenantId}::uuid, ${k.type}::text, ${k.value}::text, ${k.role}::text, ${k.caseType}::text, ${k.amount}::double precision, ${k.currency}::text)`,
+    ),
+  );
   // Entities are inserted in key order, so two statements that meet the same new keys wait for
   // each other in one order instead of deadlocking.
   return sql`
-    entity_key AS (
-      SELECT * FROM json_to_recordset(${JSON.stringify(keys)}::json)
-        AS k (case_id uuid, entity_id uuid, tenant_id uuid, type text, value text, role text,
-              case_type text, amount double precision, currency text)
-    ),
+    entity_key (case_id, entity_id, tenant_id, type, value, role, case_type, amount, currency) AS (VALUES ${values}),
     entity_peers AS (
       SELECT case_id, array_agg(entity_peer(entity_id, type)) AS peers
       FROM entity_key

@@ -131,30 +131,18 @@ export function eventsWrite(tx: Executor, events: NewEvent[]): EventsWrite {
     hand[i] === "take" ? [{ tenantId: r.event.tenantId, webhookKey: r.webhookKey }] : [],
   );
   // A delivery nobody took wakes the workers (NOTIFY), unless the only worker said it would claim it.
-  // The deliveries as one JSON document: one parameter and one statement text for any number
-  // of them (a body is a JSON string in it, read back as the same text).
-  const deliveryDocument = JSON.stringify(
-    delivered.map((r, i) => ({
-      id: r.deliveryId,
-      tenant_id: r.event.tenantId,
-      event_id: r.id,
-      case_id: r.event.caseId,
-      event_type: r.event.type,
-      webhook_key: r.webhookKey,
-      webhook_id: r.webhookId,
-      body: r.body,
-      hand: hand[i] === "take",
-      wake: hand[i] !== "take" && hand[i] !== "later",
-    })),
+  const deliveryValues = sql.join(
+    delivered.map(
+      (r, i) =>
+        sql`(${r.deliveryId}::uuid, ${r.event.tenantId}::uuid, ${r.id}::uuid, ${r.event.caseId}::uuid, ${r.event.type}, ${r.webhookKey}, ${r.webhookId}::uuid, ${r.body}, ${hand[i] === "take"}::bool, ${hand[i] !== "take" && hand[i] !== "later"}::bool)`,
+    ),
   );
   const ctes = [
     ...(recorded.length > 0 ? [recordedCte] : []),
     sql`routed AS (
       SELECT d.*, c.url, c.secrets, c.secrets_sealed, c.active_secret_id, c.max_attempts, c.timeout_ms,
              c.url IS NOT NULL AS configured
-      FROM json_to_recordset(${deliveryDocument}::json)
-        AS d (id uuid, tenant_id uuid, event_id uuid, case_id uuid, event_type text, webhook_key text,
-              webhook_id uuid, body text, hand boolean, wake boolean)
+      FROM (VALUES ${deliveryValues}) AS d (id, tenant_id, event_id, case_id, event_type, webhook_key, webhook_id, body, hand, wake)
       LEFT JOIN webhook_configs c ON c.tenant_id = d.tenant_id AND c.webhook_key = d.webhook_key
     )`,
     sql`delivery AS (
