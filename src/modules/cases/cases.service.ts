@@ -404,6 +404,7 @@ export async function getCaseSummaries(ctx: AppContext, tenantId: string, caseId
 }
 
 export function caseSummary(row: CaseRow) {
+  // The identity spread last, as in `caseRecord` (decision 0038): a row of every case list.
   return {
     displayName: typeof row.subject.displayName === "string" ? row.subject.displayName : null,
     externalCustomerId: row.external_customer_id,
