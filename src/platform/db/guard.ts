@@ -72,8 +72,11 @@ export function openingStatement<Q extends CompiledQuery>(query: Q): Q {
   return query;
 }
 
-/** The command that begins a transaction with `settings`, as the drivers send it. */
-function beginCommand(settings: TransactionSettings): string {
+/**
+ * The command that begins a transaction with `settings`: what the embedded database's driver
+ * sends, and what an opening statement carries (kysely's PostgreSQL driver sends the same).
+ */
+export function beginCommand(settings: TransactionSettings): string {
   const mode = [
     settings.isolationLevel ? `isolation level ${settings.isolationLevel}` : "",
     settings.accessMode ?? "",

@@ -12,6 +12,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from "kysely";
+import { beginCommand } from "./guard.js";
 import { isStalePlan, PREPARED_PER_CONNECTION } from "./prepared-client.js";
 
 /**
@@ -172,8 +173,7 @@ class PGliteDriver implements Driver {
   }
 
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    const mode = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : "";
-    await connection.executeQuery(CompiledQuery.raw(`begin${mode}`));
+    await connection.executeQuery(CompiledQuery.raw(beginCommand(settings)));
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
