@@ -53,5 +53,17 @@ export function takerOf(db: Db): DeliveryTaker | undefined {
 export function handedAttempt(
   row: Pick<AttemptContext, "id" | "tenant_id" | "webhook_key" | "body" | "config">,
 ): AttemptContext {
-  return { ...row, turn: 1, attempt: 1, recorded_attempts: 0, interrupted: 0, prev_attempt_at: null };
+  // One object literal, not a spread of `row` (decision 0038).
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    webhook_key: row.webhook_key,
+    body: row.body,
+    turn: 1,
+    attempt: 1,
+    recorded_attempts: 0,
+    interrupted: 0,
+    prev_attempt_at: null,
+    config: row.config,
+  };
 }

@@ -12,7 +12,7 @@ import {
   recordOutcomes,
   renewClaims,
 } from "./deliveries.repo.js";
-import { attemptDelivery, backoffMs } from "./delivery-attempt.js";
+import { attemptDelivery, backoffMs, outcomeOf } from "./delivery-attempt.js";
 import { DeliveryGate } from "./delivery-gate.js";
 import {
   attachTaker,
@@ -287,43 +287,39 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     });
   }
 
-  async #attempt(at: AttemptContext): Promise<Omit<Outcome, "claimDone">> {
+  async #attempt(at: AttemptContext): Promise<Outcome> {
     try {
       return await attemptDelivery(this.#ctx, at, () => this.#gate.enter(at.tenant_id, at.webhook_key));
     } catch (err) {
       // Nothing was sent, or nothing is known of it: it counts as an attempt, and is retried.
       this.#ctx.log.warn({ err, deliveryId: at.id }, "webhook attempt failed before its outcome was known");
       const last = at.config !== null && at.attempt >= at.config.max_attempts;
-      return {
-        tenantId: at.tenant_id,
-        deliveryId: at.id,
-        turn: at.turn,
+      return outcomeOf(at, {
         status: last ? "failed" : "pending",
         attemptCount: at.attempt,
         sent: null,
         lastError: err instanceof Error ? err.message : String(err),
         retryInMs: last ? null : backoffMs(at.attempt),
         failures: [],
-      };
+      });
     }
   }
 
   async #record(
     claimId: string | null,
     at: AttemptContext,
-    outcome: Omit<Outcome, "claimDone">,
+    outcome: Outcome,
     started: number,
   ): Promise<void> {
-    let claimDone: string | null = null;
     if (claimId !== null) {
       const open = (this.#claims.get(claimId) ?? 1) - 1;
       if (open === 0) {
         this.#claims.delete(claimId);
-        claimDone = claimId;
+        outcome.claimDone = claimId;
       } else this.#claims.set(claimId, open);
     }
     try {
-      await this.#outcomes.add({ ...outcome, claimDone });
+      await this.#outcomes.add(outcome);
       jobRuns.observe(
         { kind: "webhooks.deliver", outcome: outcome.status === "failed" ? "failed" : "done" },
         (performance.now() - started) / 1000,
