@@ -518,12 +518,15 @@ describe("the aggregate node", () => {
       };
     };
     // The first case teaches the process that hot-1 is long (its week's count); the next ones ask
-    // its kept window for all three figures, the hour's count first.
-    const first = await submit(partner, { customer: "hot-1", amount: 5, time: Date.now() - T });
+    // its kept window for all three figures, the hour's count first. All three at one time: their
+    // windows are the same whatever time passes between them, so each counts the one before it and
+    // no seeded case leaves the hour in between.
+    const now = Date.now() - T;
+    const first = await submit(partner, { customer: "hot-1", amount: 5, time: now });
     const before = await reads();
-    const second = await submit(partner, { customer: "hot-1", amount: 7, time: Date.now() - T });
+    const second = await submit(partner, { customer: "hot-1", amount: 7, time: now });
     const between = await reads();
-    const third = await submit(partner, { customer: "hot-1", amount: 9, time: Date.now() - T });
+    const third = await submit(partner, { customer: "hot-1", amount: 9, time: now });
     const after = await reads();
     // One read of the week's links answers the hour's count too; the next case reads what is new.
     expect(between.whole - before.whole).toBe(1);
@@ -551,9 +554,11 @@ describe("the aggregate node", () => {
     const reads = async () =>
       sample(await metricsRegistry.metrics(), "cds_history_window_reads_total", { read: "whole" }) ?? 0;
     // The first case's week read more than LONG_HISTORY cases: the next asks hot-1's kept window.
-    const first = await submit(partner, { customer: "hot-1", amount: 5, time: Date.now() - T });
+    // One time for the three cases, so that their hours hold the same seeded cases.
+    const now = Date.now() - T;
+    const first = await submit(partner, { customer: "hot-1", amount: 5, time: now });
     const before = await reads();
-    const second = await submit(partner, { customer: "hot-1", amount: 7, time: Date.now() - T });
+    const second = await submit(partner, { customer: "hot-1", amount: 7, time: now });
     expect((await reads()) - before).toBe(1);
     const [a, b] = (await Promise.all([first, second].map((id) => figuresOf(id)))) as Array<{
       hour: number;
@@ -566,7 +571,7 @@ describe("the aggregate node", () => {
     const newReads = async () =>
       sample(await metricsRegistry.metrics(), "cds_history_window_reads_total", { read: "new" }) ?? 0;
     const beforeThird = await newReads();
-    const third = await submit(partner, { customer: "hot-1", amount: 11, time: Date.now() - T });
+    const third = await submit(partner, { customer: "hot-1", amount: 11, time: now });
     expect((await newReads()) - beforeThird).toBe(1);
     const c = (await figuresOf(third)) as { hour: number; week: number };
     expect(c.week).toBe((b?.week ?? 0) + 7);
@@ -583,15 +588,16 @@ describe("the aggregate node", () => {
     const reads = async (read: "whole" | "new") =>
       sample(await metricsRegistry.metrics(), "cds_history_window_reads_total", { read }) ?? 0;
     const iban = "GB29NWBK60161331926819";
-    const first = await submit(partner, { customer: "hot-1", amount: 5, time: Date.now() - T, iban });
+    const now = Date.now() - T;
+    const first = await submit(partner, { customer: "hot-1", amount: 5, time: now, iban });
     const whole = await reads("whole");
-    const second = await submit(partner, { customer: "hot-1", amount: 7, time: Date.now() - T, iban });
+    const second = await submit(partner, { customer: "hot-1", amount: 7, time: now, iban });
     expect((await reads("whole")) - whole).toBe(2);
     const before = await reads("new");
     const third = await submit(partner, {
       customer: "hot-1",
       amount: 11,
-      time: Date.now() - T,
+      time: now,
       iban: "DE89370400440532013000",
     });
     // Both windows brought up to date by one read (it was one read each).
