@@ -114,13 +114,18 @@ async function submitAll(server: BenchServer, t: Tenant, count: number, connecti
     throw new Error(`${result.non2xx} submissions were not 2xx and ${result.errors} failed`);
 }
 
-/** Waits until every case has its decision at the receiver. */
-async function allReceived(receiver: Receiver, cases: CaseSummary[], timeoutMs = 600_000): Promise<void> {
+/** Waits until `done` says the receiver has what a round waits for. */
+async function untilReceived(done: () => boolean, timeoutMs = 600_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (cases.some((c) => !receiver.firstSeen.has(c.caseId))) {
+  while (!done()) {
     if (Date.now() > deadline) throw new Error("decisions still not delivered");
     await sleep(50);
   }
+}
+
+/** Waits until every case has its decision at the receiver. */
+function allReceived(receiver: Receiver, cases: CaseSummary[]): Promise<void> {
+  return untilReceived(() => cases.every((c) => receiver.firstSeen.has(c.caseId)));
 }
 
 /**
@@ -130,17 +135,8 @@ async function allReceived(receiver: Receiver, cases: CaseSummary[], timeoutMs =
  * way it would take the service's time inside the measured span (on the embedded database, where
  * the service and its database share one thread, about a tenth of a round).
  */
-async function receivedMore(
-  receiver: Receiver,
-  before: number,
-  count: number,
-  timeoutMs = 600_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (receiver.firstSeen.size < before + count) {
-    if (Date.now() > deadline) throw new Error("decisions still not delivered");
-    await sleep(50);
-  }
+function receivedMore(receiver: Receiver, before: number, count: number): Promise<void> {
+  return untilReceived(() => receiver.firstSeen.size >= before + count);
 }
 
 /** Cases delivered per second from the first submission to the last delivery; submission → receipt. */

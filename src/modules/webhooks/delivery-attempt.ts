@@ -79,19 +79,6 @@ class WarnOnce {
 
 const unconfiguredWarnings = new WarnOnce();
 
-/** An attempt's headers: the signature, and the id of the secret that made it when the configuration names one. */
-function headersOf(secret: { id: string | null; secret: string }, body: Buffer): Record<string, string> {
-  const signature = signWebhookBody(secret.secret, body);
-  return secret.id === null
-    ? { "content-type": "application/json", "user-agent": USER_AGENT, [SIGNATURE_HEADER]: signature }
-    : {
-        "content-type": "application/json",
-        "user-agent": USER_AGENT,
-        [SIGNATURE_HEADER]: signature,
-        [SECRET_ID_HEADER]: secret.id,
-      };
-}
-
 /** The attempt log keeps where an attempt went, without the query string (it may carry a token). */
 function targetOf(url: URL): string {
   return `${url.origin}${url.pathname}`;
@@ -163,11 +150,11 @@ export async function attemptDelivery(
 ): Promise<Outcome> {
   const n = at.attempt;
   const { tenant_id: tenantId, id: deliveryId } = at;
-  const about = () => ({ deliveryId, tenantId, webhookKey: at.webhook_key, attempt: n });
+  const about = { deliveryId, tenantId, webhookKey: at.webhook_key, attempt: n };
   const interrupted = interruptedAttempts(at);
   const giveUp = (reason: string, level: "warn" | "debug" = "warn") => {
     webhookAttempts.inc({ outcome: "not_sent" });
-    ctx.log[level]({ ...about(), reason }, "webhook delivery failed for good");
+    ctx.log[level]({ ...about, reason }, "webhook delivery failed for good");
     return outcomeOf(at, {
       status: "failed",
       attemptCount: n - 1,
@@ -208,7 +195,12 @@ export async function attemptDelivery(
     sent = await sendWebhook({
       url,
       body,
-      headers: headersOf(secret, body),
+      headers: {
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        [SIGNATURE_HEADER]: signWebhookBody(secret.secret, body),
+        ...(secret.id === null ? {} : { [SECRET_ID_HEADER]: secret.id }),
+      },
       timeoutMs: at.config.timeout_ms,
       allowPrivateTargets: ctx.config.allowPrivateTargets,
     });
@@ -233,7 +225,7 @@ export async function attemptDelivery(
   };
   webhookAttempts.inc({ outcome: sent.ok ? "succeeded" : last ? "failed" : "retrying" });
   if (!sent.ok) {
-    const fields = { ...about(), statusCode: sent.statusCode, error: sent.error, retryInMs };
+    const fields = { ...about, statusCode: sent.statusCode, error: sent.error, retryInMs };
     if (last) ctx.log.warn(fields, "webhook delivery failed for good");
     else ctx.log.info(fields, "webhook attempt failed; will retry");
   }
