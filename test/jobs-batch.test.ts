@@ -133,3 +133,39 @@ describe("batch handlers", () => {
     ]);
   });
 });
+
+describe("plain handlers", () => {
+  it("run the continuation their own transaction wrote in the same slot, without a claim", async () => {
+    const ran: number[] = [];
+    const handler: JobHandler = {
+      kind: "test.plain-chain",
+      mode: "plain",
+      async run(job, db, claim) {
+        const n = job.payload.n as number;
+        ran.push(n);
+        // As an engine job applies its result: its own transaction deletes it and writes the next.
+        return db.transaction(async (tx) => {
+          await sql`DELETE FROM jobs WHERE id = ${job.id}`.execute(tx);
+          await sql`INSERT INTO job_effects (kind, n) VALUES ('test.plain-chain', ${n})`.execute(tx);
+          if (n >= 4) return { applied: true, next: undefined };
+          const { rows } = await sql<{ id: number }>`
+            INSERT INTO jobs (kind, payload, locked_by, locked_at, run_at, attempts)
+            VALUES ('test.plain-chain', ${JSON.stringify({ n: n + 1 })}::jsonb, ${claim.workerId}, now(),
+                    now() + make_interval(secs => ${claim.leaseSeconds}), 1)
+            RETURNING id`.execute(tx);
+          const id = rows[0]?.id as number;
+          const next = { id, kind: "test.plain-chain", payload: { n: n + 1 }, jobKey: null, maxAttempts: 25 };
+          return { applied: true, next };
+        });
+      },
+    };
+    await enqueue(h.db.root, { kind: "test.plain-chain", payload: { n: 0 } });
+    // A long poll, and one slot: only continuations can carry the chain on in time (each written
+    // claimed, due a lease later, which no claim would take before then).
+    await h.startWorker(h.db, [handler], { concurrency: 1, pollMs: 60_000 });
+    await waitFor(async () => (await effects("test.plain-chain")).length === 5, 10_000);
+    expect(await effects("test.plain-chain")).toEqual([0, 1, 2, 3, 4]);
+    expect(ran).toEqual([0, 1, 2, 3, 4]);
+    await waitFor(async () => (await h.jobRows("test.plain-chain")).length === 0);
+  });
+});

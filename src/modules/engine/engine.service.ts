@@ -1,6 +1,12 @@
 import type { AppContext } from "../../platform/context.js";
 import type { Tx } from "../../platform/db/index.js";
-import { type ClaimedJob, type ClaimToken, type Continuation, deleteJob } from "../../platform/jobs.js";
+import {
+  type Applied,
+  type ClaimedJob,
+  type ClaimToken,
+  type Continuation,
+  deleteJob,
+} from "../../platform/jobs.js";
 import { getAttributesOf } from "../attributes/index.js";
 import { findCase, lockCase, lockCases } from "../cases/index.js";
 import { runChain } from "./chain.js";
@@ -58,10 +64,14 @@ export async function runSteps(
  * the nodes after it. The job row is deleted in that transaction, so the result is applied once;
  * should the process die between the call and the commit, the call is made again.
  */
-export async function runCallStep(ctx: AppContext, job: ClaimedJob<StepPayload>): Promise<void> {
+export async function runCallStep(
+  ctx: AppContext,
+  job: ClaimedJob<StepPayload>,
+  claim: ClaimToken,
+): Promise<Applied | undefined> {
   const step = job.payload;
   const before = await findCase(ctx.db.root, step.tenantId, step.caseId);
-  if (!isCurrentStep(before, step)) return;
+  if (!isCurrentStep(before, step)) return undefined;
   const wf = await workflowOf(ctx.nodeTypes, ctx.db.root, before);
   const { node, type } = nodeOf(wf, step.nodeId);
   const attributes = (await getAttributesOf(ctx.db.root, [before])).get(before.id) ?? {};
@@ -69,17 +79,18 @@ export async function runCallStep(ctx: AppContext, job: ClaimedJob<StepPayload>)
   const called = type.call
     ? await type.call(node, { ctx, case: nodeCaseOf(before), vars, seq: step.seq })
     : undefined;
-  await ctx.db.transaction(async (tx) => {
+  return ctx.db.transaction(async (tx) => {
     const row = await lockCase(tx, step.tenantId, step.caseId);
-    if (!isCurrentStep(row, step)) return;
-    if (!(await deleteJob(tx, job.id))) return;
+    if (!isCurrentStep(row, step)) return undefined;
+    if (!(await deleteJob(tx, job.id))) return undefined;
     const plan = await runChain(ctx, tx, row, wf, {
       seq: step.seq,
       nodeId: step.nodeId,
       attributes,
-      claim: undefined,
+      claim,
       called: { value: called },
     });
-    await commit(tx, [plan]);
+    const [next] = await commit(tx, [plan]);
+    return { applied: true, next };
   });
 }

@@ -1,5 +1,11 @@
 import type { AppContext } from "../../platform/context.js";
-import { type ClaimedJob, deleteJob, RescheduleJob } from "../../platform/jobs.js";
+import {
+  type Applied,
+  type ClaimedJob,
+  type ClaimToken,
+  deleteJob,
+  RescheduleJob,
+} from "../../platform/jobs.js";
 import { getAttributesOf } from "../attributes/index.js";
 import { findCase, lockCase } from "../cases/index.js";
 import { evaluateOnThread, ListLookups, Offloads, waitingForThreads } from "../workflows/index.js";
@@ -26,15 +32,18 @@ const GIVEN_BACK_DEADLINES = 4;
  * handler, decision 0024): on a thread, under the evaluation deadline, with no transaction open
  * and no case lock held, as an external node's call is made; then, in one transaction under the
  * case lock, the node again with that result (and those of earlier rounds), and the nodes after
- * it. A result past the deadline is a failure of the expression, which fails the case.
+ * it. A result past the deadline is a failure of the expression, which fails the case. The
+ * chain's next job (this node's next expression for a thread, a later node's, an external call) is
+ * written claimed by this worker, which runs it next without a claim.
  */
 export async function runEvaluationStep(
   ctx: AppContext,
   job: ClaimedJob<EvaluationJobPayload>,
-): Promise<void> {
+  claim: ClaimToken,
+): Promise<Applied | undefined> {
   const step = job.payload;
   const before = await findCase(ctx.db.root, step.tenantId, step.caseId);
-  if (!isCurrentStep(before, step)) return;
+  if (!isCurrentStep(before, step)) return undefined;
   const attributes = (await getAttributesOf(ctx.db.root, [before])).get(before.id) ?? {};
   // The nodes as the expression saw them: what the case has, and what its node type added.
   const { nodes, ...expression } = step.expression;
@@ -62,18 +71,19 @@ export async function runEvaluationStep(
     for (const probe of result.missing) lookups.answer(probe.list, probe.value);
     await lookUp(liveLists(ctx, ctx.db.root, step.tenantId), lookups, step.nodeId);
   }
-  await ctx.db.transaction(async (tx) => {
+  return ctx.db.transaction(async (tx) => {
     const row = await lockCase(tx, step.tenantId, step.caseId);
-    if (!isCurrentStep(row, step)) return;
-    if (!(await deleteJob(tx, job.id))) return;
+    if (!isCurrentStep(row, step)) return undefined;
+    if (!(await deleteJob(tx, job.id))) return undefined;
     const wf = await workflowOf(ctx.nodeTypes, tx, row);
     const plan = await runChain(ctx, tx, row, wf, {
       seq: step.seq,
       nodeId: step.nodeId,
       attributes,
-      claim: undefined,
+      claim,
       threads: { offloads, lookups, rounds: step.round },
     });
-    await commit(tx, [plan]);
+    const [next] = await commit(tx, [plan]);
+    return { applied: true, next };
   });
 }

@@ -58,13 +58,13 @@ export const engineModule = feature("engine", {
       {
         kind: CALL_JOB,
         mode: "plain",
-        run: (job) => runCallStep(ctx, job as ClaimedJob<StepPayload>),
+        run: (job, _db, claim) => runCallStep(ctx, job as ClaimedJob<StepPayload>, claim),
         onGiveUp: (job, _error, tx) => giveUpStep(ctx, job, job.attempt, tx),
       },
       {
         kind: EVALUATE_JOB,
         mode: "plain",
-        run: (job) => runEvaluationStep(ctx, job as ClaimedJob<EvaluationJobPayload>),
+        run: (job, _db, claim) => runEvaluationStep(ctx, job as ClaimedJob<EvaluationJobPayload>, claim),
         onGiveUp: (job, _error, tx) => giveUpStep(ctx, job, job.attempt, tx),
       },
       {

@@ -69,10 +69,24 @@ export interface TransactionalJobHandler<P = Record<string, unknown>> extends Ha
   run(job: ClaimedJob<P>, tx: Tx, claim: ClaimToken): Promise<void | Continuation | undefined>;
 }
 
-/** Runs outside a transaction (it talks to the network); completion is recorded after it returns. */
+/**
+ * What a plain handler returns when it applied its result in a transaction of its own that
+ * deleted its job (`deleteJob`): the worker has nothing left to record, and runs next the
+ * continuation that transaction wrote with the claim token, if any.
+ */
+export interface Applied {
+  applied: true;
+  next: Continuation | undefined;
+}
+
+/**
+ * Runs outside a transaction (it talks to the network); completion is recorded after it returns,
+ * unless it says its own transaction deleted the job (`Applied`).
+ */
 export interface PlainJobHandler<P = Record<string, unknown>> extends HandlerBase {
   mode: "plain";
-  run(job: ClaimedJob<P>, db: Db): Promise<void>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: most handlers return nothing
+  run(job: ClaimedJob<P>, db: Db, claim: ClaimToken): Promise<void | Applied | undefined>;
 }
 
 /**

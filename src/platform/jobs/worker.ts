@@ -314,8 +314,10 @@ export class JobWorker {
         observeRuns(row.kind, "done", started, 1);
         return next ?? undefined;
       }
-      await handler.run(job, this.db);
+      const applied = await handler.run(job, this.db, this.#claimToken);
       observeRuns(row.kind, "done", started, 1);
+      // Its own transaction deleted the job: nothing is left to record.
+      if (applied) return applied.next;
       await this.#completions.add(job);
     } catch (err) {
       if (err instanceof LeaseLost) return undefined;
