@@ -1,7 +1,9 @@
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
+import type { Tx } from "../src/platform/db/index.js";
 import {
   type ClaimedJob,
+  type ClaimToken,
   type Continuation,
   enqueue,
   type JobHandler,
@@ -16,6 +18,21 @@ async function effects(kind: string): Promise<number[]> {
     n: number;
   }>`SELECT n FROM job_effects WHERE kind = ${kind} ORDER BY n`.execute(h.db.root);
   return rows.map((r) => r.n);
+}
+
+/** A follow-up job written already claimed by the worker holding `claim`, as a continuation. */
+async function insertClaimed(
+  tx: Tx,
+  kind: string,
+  payload: Record<string, unknown>,
+  claim: ClaimToken,
+): Promise<Continuation> {
+  const { rows } = await sql<{ id: number }>`
+    INSERT INTO jobs (kind, payload, locked_by, locked_at, run_at, attempts)
+    VALUES (${kind}, ${JSON.stringify(payload)}::jsonb, ${claim.workerId}, now(),
+            now() + make_interval(secs => ${claim.leaseSeconds}), 1)
+    RETURNING id`.execute(tx);
+  return { id: rows[0]?.id as number, kind, payload, jobKey: null, maxAttempts: 25 };
 }
 
 /** A batch handler that records each job's effect and the size of each batch it ran. */
@@ -38,14 +55,7 @@ function batchRecorder(
       for (const job of jobs) {
         const spec = options.next?.(job);
         if (!spec) continue;
-        const claimed = { ...spec, claimedBy: claim };
-        const { rows } = await sql<{ id: number }>`
-          INSERT INTO jobs (kind, payload, locked_by, locked_at, run_at, attempts)
-          VALUES (${claimed.kind}, ${JSON.stringify(claimed.payload)}::jsonb, ${claim.workerId}, now(),
-                  now() + make_interval(secs => ${claim.leaseSeconds}), 1)
-          RETURNING id`.execute(tx);
-        const id = rows[0]?.id as number;
-        continuations.push({ id, kind: spec.kind, payload: spec.payload, jobKey: null, maxAttempts: 25 });
+        continuations.push(await insertClaimed(tx, spec.kind, spec.payload, claim));
       }
       return continuations;
     },
@@ -148,14 +158,7 @@ describe("plain handlers", () => {
           await sql`DELETE FROM jobs WHERE id = ${job.id}`.execute(tx);
           await sql`INSERT INTO job_effects (kind, n) VALUES ('test.plain-chain', ${n})`.execute(tx);
           if (n >= 4) return { applied: true, next: undefined };
-          const { rows } = await sql<{ id: number }>`
-            INSERT INTO jobs (kind, payload, locked_by, locked_at, run_at, attempts)
-            VALUES ('test.plain-chain', ${JSON.stringify({ n: n + 1 })}::jsonb, ${claim.workerId}, now(),
-                    now() + make_interval(secs => ${claim.leaseSeconds}), 1)
-            RETURNING id`.execute(tx);
-          const id = rows[0]?.id as number;
-          const next = { id, kind: "test.plain-chain", payload: { n: n + 1 }, jobKey: null, maxAttempts: 25 };
-          return { applied: true, next };
+          return { applied: true, next: await insertClaimed(tx, "test.plain-chain", { n: n + 1 }, claim) };
         });
       },
     };
