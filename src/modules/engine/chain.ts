@@ -1,10 +1,10 @@
 import type { AppContext } from "../../platform/context.js";
 import { uuid } from "../../platform/crypto.js";
 import type { Executor, Tx } from "../../platform/db/index.js";
-import type { ClaimToken } from "../../platform/jobs.js";
+import { type Applied, type ClaimedJob, type ClaimToken, deleteJob } from "../../platform/jobs.js";
 import type { DecisionEntry } from "../case-model/index.js";
 import type { CaseRow } from "../cases/index.js";
-import { decisionEvent } from "../cases/index.js";
+import { decisionEvent, lockCase } from "../cases/index.js";
 import type { CompiledWorkflow } from "../workflows/index.js";
 import {
   type CompiledNode,
@@ -22,9 +22,26 @@ import {
   withListLookups,
   withOffloads,
 } from "../workflows/index.js";
-import { emptyPlan, failCase, nodeCaseOf, nodeOf, type Planned, stepRecord, variablesOf } from "./plan.js";
+import {
+  commit,
+  emptyPlan,
+  failCase,
+  nodeCaseOf,
+  nodeOf,
+  type Planned,
+  stepRecord,
+  variablesOf,
+} from "./plan.js";
 import { AttributeReads } from "./recorded-inputs.js";
-import { CALL_JOB, type EvaluationJobPayload, evaluationJob, stepJob, waitTimeoutJob } from "./step-jobs.js";
+import {
+  CALL_JOB,
+  type EvaluationJobPayload,
+  evaluationJob,
+  isCurrentStep,
+  type StepPayload,
+  stepJob,
+  waitTimeoutJob,
+} from "./step-jobs.js";
 
 /** How many rounds of list lookups one node evaluation may ask for. */
 const LOOKUP_ROUNDS = 8;
@@ -174,6 +191,38 @@ interface ChainStart {
   called?: { value: unknown };
   /** The first node's expressions already evaluated on a thread, and how many rounds that took. */
   threads?: ThreadResults;
+}
+
+/**
+ * Applies what a step's job found outside any transaction (an external node's call, an
+ * expression evaluated on a thread): in one transaction under the case lock, provided the case
+ * is still at that step and the job still there (a job run twice applies once), the chain from
+ * the step's node with that result. The chain's next job is written claimed by this worker,
+ * which runs it next without a claim (decision 0002).
+ */
+export function applyStep(
+  ctx: AppContext,
+  job: ClaimedJob<StepPayload>,
+  claim: ClaimToken,
+  workflowOf: (tx: Tx, row: CaseRow) => Promise<CompiledWorkflow>,
+  found: Pick<ChainStart, "attributes" | "called" | "threads">,
+): Promise<Applied | undefined> {
+  const step = job.payload;
+  return ctx.db.transaction(async (tx) => {
+    const row = await lockCase(tx, step.tenantId, step.caseId);
+    if (!isCurrentStep(row, step)) return undefined;
+    if (!(await deleteJob(tx, job.id))) return undefined;
+    const plan = await runChain(ctx, tx, row, await workflowOf(tx, row), {
+      seq: step.seq,
+      nodeId: step.nodeId,
+      attributes: found.attributes,
+      claim,
+      called: found.called,
+      threads: found.threads,
+    });
+    const [next] = await commit(tx, [plan]);
+    return { applied: true, next };
+  });
 }
 
 /**

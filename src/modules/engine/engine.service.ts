@@ -1,15 +1,9 @@
 import type { AppContext } from "../../platform/context.js";
 import type { Tx } from "../../platform/db/index.js";
-import {
-  type Applied,
-  type ClaimedJob,
-  type ClaimToken,
-  type Continuation,
-  deleteJob,
-} from "../../platform/jobs.js";
+import type { Applied, ClaimedJob, ClaimToken, Continuation } from "../../platform/jobs.js";
 import { getAttributesOf } from "../attributes/index.js";
-import { findCase, lockCase, lockCases } from "../cases/index.js";
-import { runChain } from "./chain.js";
+import { findCase, lockCases } from "../cases/index.js";
+import { applyStep, runChain } from "./chain.js";
 import { commit, nodeCaseOf, nodeOf, type Planned, variablesOf, workflowOf } from "./plan.js";
 import { isCurrentStep, type StepPayload } from "./step-jobs.js";
 
@@ -79,18 +73,5 @@ export async function runCallStep(
   const called = type.call
     ? await type.call(node, { ctx, case: nodeCaseOf(before), vars, seq: step.seq })
     : undefined;
-  return ctx.db.transaction(async (tx) => {
-    const row = await lockCase(tx, step.tenantId, step.caseId);
-    if (!isCurrentStep(row, step)) return undefined;
-    if (!(await deleteJob(tx, job.id))) return undefined;
-    const plan = await runChain(ctx, tx, row, wf, {
-      seq: step.seq,
-      nodeId: step.nodeId,
-      attributes,
-      claim,
-      called: { value: called },
-    });
-    const [next] = await commit(tx, [plan]);
-    return { applied: true, next };
-  });
+  return applyStep(ctx, job, claim, async () => wf, { attributes, called: { value: called } });
 }

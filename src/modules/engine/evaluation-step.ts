@@ -1,16 +1,10 @@
 import type { AppContext } from "../../platform/context.js";
-import {
-  type Applied,
-  type ClaimedJob,
-  type ClaimToken,
-  deleteJob,
-  RescheduleJob,
-} from "../../platform/jobs.js";
+import { type Applied, type ClaimedJob, type ClaimToken, RescheduleJob } from "../../platform/jobs.js";
 import { getAttributesOf } from "../attributes/index.js";
-import { findCase, lockCase } from "../cases/index.js";
+import { findCase } from "../cases/index.js";
 import { evaluateOnThread, ListLookups, Offloads, waitingForThreads } from "../workflows/index.js";
-import { liveLists, lookUp, runChain } from "./chain.js";
-import { commit, variablesOf, workflowOf } from "./plan.js";
+import { applyStep, liveLists, lookUp } from "./chain.js";
+import { variablesOf, workflowOf } from "./plan.js";
 import { type EvaluationJobPayload, isCurrentStep } from "./step-jobs.js";
 
 /** How many rounds of list lookups the thread's evaluation may ask for. */
@@ -71,19 +65,8 @@ export async function runEvaluationStep(
     for (const probe of result.missing) lookups.answer(probe.list, probe.value);
     await lookUp(liveLists(ctx, ctx.db.root, step.tenantId), lookups, step.nodeId);
   }
-  return ctx.db.transaction(async (tx) => {
-    const row = await lockCase(tx, step.tenantId, step.caseId);
-    if (!isCurrentStep(row, step)) return undefined;
-    if (!(await deleteJob(tx, job.id))) return undefined;
-    const wf = await workflowOf(ctx.nodeTypes, tx, row);
-    const plan = await runChain(ctx, tx, row, wf, {
-      seq: step.seq,
-      nodeId: step.nodeId,
-      attributes,
-      claim,
-      threads: { offloads, lookups, rounds: step.round },
-    });
-    const [next] = await commit(tx, [plan]);
-    return { applied: true, next };
+  return applyStep(ctx, job, claim, (tx, row) => workflowOf(ctx.nodeTypes, tx, row), {
+    attributes,
+    threads: { offloads, lookups, rounds: step.round },
   });
 }
