@@ -423,7 +423,8 @@ const scenario: Scenario = {
         `hostile tenants' cases: ${hostileOutcomes.join("; ")} (the schema tenant's submissions are refused with 400)`,
         `cores busy (median of the rounds; "main" is a process's event loop, "others" its other threads): ` +
           `alone ${partsText(medianParts(alone.map((r) => r.cores)))}; beside all ${partsText(medianParts(hostileRuns.map((r) => r.cores)))}`,
-        `goal: p99 ratio < 1.5 beside the noisy tenant (${ratio < 1.5 ? "met" : "missed"}) and beside all of them (${hostileRatio < 1.5 ? "met" : "missed"})`,
+        // The goal is read from the pooled p99 below; a round's own p99 is its fifth worst case.
+        `the medians of the rounds' p99s: ${round(ratio)} beside the noisy tenant and ${round(hostileRatio)} beside all of them (not the goal's figure)`,
         `pooled over the rounds (${pooled.alone.decided}, ${pooled.together.decided} and ${pooled.hostile.decided} ordinary cases): ` +
           `p99 ${round(pooled.alone.p99Ms)} ms alone, ${round(pooled.together.p99Ms)} ms beside the noisy tenant (${round(pooledRatio)}), ` +
           `${round(pooled.hostile.p99Ms)} ms beside all of them (${round(pooledHostileRatio)}); ` +
