@@ -35,8 +35,12 @@ class ServiceWorker extends JobWorker {
   }
 
   override async stop(): Promise<void> {
-    await this.#heartbeat.stop();
+    // Every part stops taking work at once (each marks itself stopped before its first await):
+    // a part told to stop only after a statement of the heartbeat's would go on taking work
+    // while that statement waits for a connection. The heartbeat's row goes once they have
+    // stopped, since until then this worker still runs.
     await Promise.all([super.stop(), ...this.#background.map((b) => b.stop())]);
+    await this.#heartbeat.stop();
   }
 }
 

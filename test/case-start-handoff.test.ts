@@ -203,26 +203,33 @@ describe("the hand-off to the process's own starter", () => {
 
   // On PostgreSQL the starter can be held deterministically: a transaction of the test's own
   // keeps the steps' table locked, so every batch a lane takes waits at its commit, and the
-  // cases accepted meanwhile stay in the starter's hands until it is stopped.
+  // cases accepted meanwhile stay in the starter's hands until it is stopped. Another keeps the
+  // heartbeats' table locked from before the stop until the starter has settled: a worker that
+  // told its parts to stop only after removing its heartbeat's row (a statement, which a busy
+  // pool can hold up) went on taking cases meanwhile, and gave none back.
   it.skipIf(!SERVER_URL)(
     "gives back every case in hand and not begun when stopped while its batches are held",
     async () => {
       const partner = await createPartner(h.app);
       await createWorkflow(h.app, partner.tenantId, "screen", amountScreen);
-      let unlock = () => {};
-      const unlocked = new Promise<void>((resolve) => {
-        unlock = resolve;
-      });
-      let locked = () => {};
-      const isLocked = new Promise<void>((resolve) => {
-        locked = resolve;
-      });
-      const holding = h.ctx.db.transaction(async (tx) => {
-        await sql`LOCK TABLE case_steps IN EXCLUSIVE MODE`.execute(tx);
-        locked();
-        await unlocked;
-      });
-      await isLocked;
+      const hold = (table: string) => {
+        let release = () => {};
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        let locked = () => {};
+        const isLocked = new Promise<void>((resolve) => {
+          locked = resolve;
+        });
+        const holding = h.ctx.db.transaction(async (tx) => {
+          await sql`LOCK TABLE ${sql.table(table)} IN EXCLUSIVE MODE`.execute(tx);
+          locked();
+          await released;
+        });
+        return { isLocked, release: () => (release(), holding) };
+      };
+      const steps = hold("case_steps");
+      await steps.isLocked;
       const worker = await h.startWorker();
       // More than the lanes can hold in their batches (4 × 64): the rest waits in hand.
       const ids: string[] = [];
@@ -231,17 +238,28 @@ describe("the hand-off to the process's own starter", () => {
           for (let i = 0; i < 40; i++) ids.push(await submit(partner, i));
         }),
       );
+      const heartbeats = hold("worker_heartbeats");
+      await heartbeats.isLocked;
       const stopping = worker.stop();
-      unlock();
-      await holding;
+      await steps.release();
+      const states = () =>
+        h.ctx.db.root
+          .selectFrom("cases")
+          .select(["status", "start_attempts", "start_claimed_until"])
+          .where("id", "in", ids)
+          .execute();
+      // Settled: each case decided, or back in the queue, unclaimed.
+      await waitFor(
+        async () =>
+          (await states()).every(
+            (s) => s.status === "decided" || (s.status === "received" && s.start_claimed_until === null),
+          ),
+        60_000,
+      );
+      await heartbeats.release();
       await stopping;
 
-      const states = await h.ctx.db.root
-        .selectFrom("cases")
-        .select(["status", "start_attempts", "start_claimed_until"])
-        .where("id", "in", ids)
-        .execute();
-      const waiting = states.filter((s) => s.status === "received");
+      const waiting = (await states()).filter((s) => s.status === "received");
       // Some were never begun, and every one of them is back in the queue with no run counted.
       expect(waiting.length).toBeGreaterThan(0);
       expect(waiting.filter((s) => s.start_attempts !== 0 || s.start_claimed_until !== null)).toEqual([]);
