@@ -226,7 +226,13 @@ describe("the hand-off to the process's own starter", () => {
           locked();
           await released;
         });
-        return { isLocked, release: () => (release(), holding) };
+        return {
+          isLocked,
+          release: () => {
+            release();
+            return holding;
+          },
+        };
       };
       const steps = hold("case_steps");
       await steps.isLocked;
