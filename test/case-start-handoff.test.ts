@@ -1,4 +1,3 @@
-import { sql } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JobWorker } from "../src/platform/jobs.js";
@@ -212,30 +211,18 @@ describe("the hand-off to the process's own starter", () => {
     async () => {
       const partner = await createPartner(h.app);
       await createWorkflow(h.app, partner.tenantId, "screen", amountScreen);
-      const hold = (table: string) => {
-        let release = () => {};
-        const released = new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        let locked = () => {};
-        const isLocked = new Promise<void>((resolve) => {
-          locked = resolve;
-        });
-        const holding = h.ctx.db.transaction(async (tx) => {
-          await sql`LOCK TABLE ${sql.table(table)} IN EXCLUSIVE MODE`.execute(tx);
-          locked();
-          await released;
-        });
-        return {
-          isLocked,
-          release: () => {
-            release();
-            return holding;
-          },
+      // Each lock in a session of its own, as another process would hold it; released by its commit.
+      const hold = async (table: string) => {
+        const session = new pg.Client({ connectionString: h.database.url });
+        await session.connect();
+        await session.query("BEGIN");
+        await session.query(`LOCK TABLE ${table} IN EXCLUSIVE MODE`);
+        return async () => {
+          await session.query("COMMIT");
+          await session.end();
         };
       };
-      const steps = hold("case_steps");
-      await steps.isLocked;
+      const releaseSteps = await hold("case_steps");
       const worker = await h.startWorker();
       // More than the lanes can hold in their batches (4 × 64): the rest waits in hand.
       const ids: string[] = [];
@@ -244,10 +231,9 @@ describe("the hand-off to the process's own starter", () => {
           for (let i = 0; i < 40; i++) ids.push(await submit(partner, i));
         }),
       );
-      const heartbeats = hold("worker_heartbeats");
-      await heartbeats.isLocked;
+      const releaseHeartbeats = await hold("worker_heartbeats");
       const stopping = worker.stop();
-      await steps.release();
+      await releaseSteps();
       const states = () =>
         h.ctx.db.root
           .selectFrom("cases")
@@ -262,7 +248,7 @@ describe("the hand-off to the process's own starter", () => {
           ),
         60_000,
       );
-      await heartbeats.release();
+      await releaseHeartbeats();
       await stopping;
 
       const waiting = (await states()).filter((s) => s.status === "received");
