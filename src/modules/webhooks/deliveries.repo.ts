@@ -223,6 +223,8 @@ export interface Outcome {
  * once) and its three parameters are the same for any number of them.
  */
 export async function recordOutcomes(db: Executor, outcomes: Outcome[]): Promise<void> {
+  // A field left out reads as NULL in json_to_recordset: what is null is not written, so a
+  // success's outcome is less text to build and for the database to parse.
   const states = outcomes.map((o) => {
     const s = o.sent;
     return {
@@ -231,15 +233,15 @@ export async function recordOutcomes(db: Executor, outcomes: Outcome[]): Promise
       turn: o.turn,
       status: o.status,
       attempt_count: o.attemptCount,
-      retry_ms: o.retryInMs,
+      retry_ms: o.retryInMs ?? undefined,
       attempted: s !== null || o.status !== "pending",
-      started_at: s?.startedAt ?? null,
-      status_code: s?.statusCode ?? null,
-      error: o.lastError,
-      target: s?.target ?? null,
-      secret_id: s?.secretId ?? null,
-      latency_ms: s?.latencyMs ?? null,
-      response_body: s?.responseBody ?? null,
+      started_at: s?.startedAt,
+      status_code: s?.statusCode ?? undefined,
+      error: o.lastError ?? undefined,
+      target: s?.target ?? undefined,
+      secret_id: s?.secretId ?? undefined,
+      latency_ms: s?.latencyMs ?? undefined,
+      response_body: s?.responseBody ?? undefined,
     };
   });
   const failures = outcomes.flatMap((o) =>

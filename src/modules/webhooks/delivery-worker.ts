@@ -30,7 +30,7 @@ export const CLAIM_BATCH = 64;
  * the attempt again (at least once); at a few hundred deliveries a second it saves most of a
  * transaction per delivery.
  */
-const OUTCOME_LINGER_MS = 20;
+const OUTCOME_LINGER_MS = 50;
 
 /**
  * The delivery worker (decision 0007): claims due deliveries from `webhook_deliveries` in batches,
