@@ -3,7 +3,11 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seedHistory, transactionSubject } from "../bench/lib/history.js";
 import { describeFigure, HISTORY_BUDGET_MS, parseWindow } from "../src/modules/entities/aggregate.node.js";
-import { DistinctWindows, LONG_HISTORY } from "../src/modules/entities/distinct-windows.js";
+import {
+  DistinctWindows,
+  LONG_HISTORY,
+  LONG_HISTORY_EMBEDDED,
+} from "../src/modules/entities/distinct-windows.js";
 import {
   computeFigures,
   computeFiguresOfCases,
@@ -95,12 +99,16 @@ async function partnerWith(aggregates: Record<string, Record<string, unknown>>):
   return partner;
 }
 
-/** A long history of one customer, hot-1 (LONG_HISTORY + 100 cases), over `days` up to now. */
-async function seedHotCustomer(partner: Partner, spread: { ibans: number; days: number }): Promise<void> {
+/** A long history of one customer, hot-1 (LONG_HISTORY + 100 cases unless told), over `days` up to now. */
+async function seedHotCustomer(
+  partner: Partner,
+  spread: { ibans: number; days: number },
+  cases: number = LONG_HISTORY + 100,
+): Promise<void> {
   const template = await submit(partner, { customer: "template", amount: 1, time: Date.now() - T - HOUR });
   await seedHistory(h.database.db, partner.tenantId, template, {
-    cases: LONG_HISTORY + 100,
-    hotCases: LONG_HISTORY + 100,
+    cases,
+    hotCases: cases,
     hotKeys: 1,
     customers: 1,
     ...spread,
@@ -545,6 +553,29 @@ describe("the aggregate node", () => {
     expect(c?.week).toBeCloseTo((b?.week ?? 0) + 7, 6);
     expect(b?.hour).toBe((a?.hour ?? 0) + 1);
     expect(c?.hour).toBe((a?.hour ?? 0) + 2);
+  });
+
+  it("knows a history as long from a tenth of the cases on the embedded database, and only from all of them on PostgreSQL", async () => {
+    const partner = await partnerWith({
+      hour: { function: "count", by: "customer", window: "PT1H" },
+      week: { function: "sum", by: "customer", field: "amount", window: "P7D" },
+    });
+    // Between the two thresholds: long on the embedded database, short on PostgreSQL.
+    await seedHotCustomer(partner, { ibans: 100, days: 5 }, LONG_HISTORY_EMBEDDED + 100);
+    const reads = async () =>
+      sample(await metricsRegistry.metrics(), "cds_history_window_reads_total", { read: "whole" }) ?? 0;
+    const now = Date.now() - T;
+    const first = await submit(partner, { customer: "hot-1", amount: 5, time: now });
+    const before = await reads();
+    const second = await submit(partner, { customer: "hot-1", amount: 7, time: now });
+    expect((await reads()) - before).toBe(process.env.DATABASE_URL ? 0 : 1);
+    // The figures are the same whichever way they were read.
+    const [a, b] = (await Promise.all([first, second].map((id) => figuresOf(id)))) as Array<{
+      hour: number;
+      week: number;
+    }>;
+    expect(b?.week).toBeCloseTo((a?.week ?? 0) + 5, 6);
+    expect(b?.hour).toBe((a?.hour ?? 0) + 1);
   });
 
   it("learns a long history from the cases a sum read, keeps it while its kept window answers, and reads it once a batch", async () => {

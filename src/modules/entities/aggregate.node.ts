@@ -11,7 +11,13 @@ import {
   type NodeType,
   schemaRef,
 } from "../workflows/index.js";
-import { type DistinctAsk, DistinctWindows, LongHistories } from "./distinct-windows.js";
+import {
+  type DistinctAsk,
+  DistinctWindows,
+  LONG_HISTORY,
+  LONG_HISTORY_EMBEDDED,
+  LongHistories,
+} from "./distinct-windows.js";
 import {
   AGGREGATE_FUNCTIONS,
   type AggregateFunction,
@@ -323,9 +329,11 @@ const figuresOf = batcherPer(
       if (value === "cancelled") values[a] = null;
       else row[i] = value;
     });
+    // A long history is one whose statement costs more than its kept window would.
+    const threshold = asks[0]?.db.kind === "pglite" ? LONG_HISTORY_EMBEDDED : LONG_HISTORY;
     values.forEach((row, a) => {
       const ask = asks[a];
-      if (row && ask) longHistories.learn(ask.kase, ask.figures, sizes[a] ?? []);
+      if (row && ask) longHistories.learn(ask.kase, ask.figures, sizes[a] ?? [], threshold);
     });
     return values;
   },
