@@ -115,6 +115,33 @@ async function seedHotCustomer(
   });
 }
 
+/**
+ * hot-1 with `cases` past cases (LONG_HISTORY + 100 unless told), its hour's count and week's sum,
+ * and two new cases of hot-1 at one time (so that their hours hold the same seeded cases): the
+ * kept windows' whole reads the second made, and its figures, the same whichever way they were read.
+ */
+async function twoHotCases(cases?: number) {
+  const partner = await partnerWith({
+    hour: { function: "count", by: "customer", window: "PT1H" },
+    week: { function: "sum", by: "customer", field: "amount", window: "P7D" },
+  });
+  await seedHotCustomer(partner, { ibans: 100, days: 5 }, cases);
+  const reads = async () =>
+    sample(await metricsRegistry.metrics(), "cds_history_window_reads_total", { read: "whole" }) ?? 0;
+  const now = Date.now() - T;
+  const first = await submit(partner, { customer: "hot-1", amount: 5, time: now });
+  const before = await reads();
+  const second = await submit(partner, { customer: "hot-1", amount: 7, time: now });
+  const wholeReads = (await reads()) - before;
+  const [a, b] = (await Promise.all([first, second].map((id) => figuresOf(id)))) as Array<{
+    hour: number;
+    week: number;
+  }>;
+  expect(b?.week).toBeCloseTo((a?.week ?? 0) + 5, 6);
+  expect(b?.hour).toBe((a?.hour ?? 0) + 1);
+  return { wholeReads, partner, now, b };
+}
+
 describe("the aggregate node", () => {
   it("counts, sums, averages and bounds the customer's other cases in the window ending at the case's own time", async () => {
     const partner = await partnerWith({
@@ -556,49 +583,15 @@ describe("the aggregate node", () => {
   });
 
   it("knows a history as long from a tenth of the cases on the embedded database, and only from all of them on PostgreSQL", async () => {
-    const partner = await partnerWith({
-      hour: { function: "count", by: "customer", window: "PT1H" },
-      week: { function: "sum", by: "customer", field: "amount", window: "P7D" },
-    });
     // Between the two thresholds: long on the embedded database, short on PostgreSQL.
-    await seedHotCustomer(partner, { ibans: 100, days: 5 }, LONG_HISTORY_EMBEDDED + 100);
-    const reads = async () =>
-      sample(await metricsRegistry.metrics(), "cds_history_window_reads_total", { read: "whole" }) ?? 0;
-    const now = Date.now() - T;
-    const first = await submit(partner, { customer: "hot-1", amount: 5, time: now });
-    const before = await reads();
-    const second = await submit(partner, { customer: "hot-1", amount: 7, time: now });
-    expect((await reads()) - before).toBe(process.env.DATABASE_URL ? 0 : 1);
-    // The figures are the same whichever way they were read.
-    const [a, b] = (await Promise.all([first, second].map((id) => figuresOf(id)))) as Array<{
-      hour: number;
-      week: number;
-    }>;
-    expect(b?.week).toBeCloseTo((a?.week ?? 0) + 5, 6);
-    expect(b?.hour).toBe((a?.hour ?? 0) + 1);
+    const { wholeReads } = await twoHotCases(LONG_HISTORY_EMBEDDED + 100);
+    expect(wholeReads).toBe(process.env.DATABASE_URL ? 0 : 1);
   });
 
   it("learns a long history from the cases a sum read, keeps it while its kept window answers, and reads it once a batch", async () => {
-    const partner = await partnerWith({
-      hour: { function: "count", by: "customer", window: "PT1H" },
-      week: { function: "sum", by: "customer", field: "amount", window: "P7D" },
-    });
-    await seedHotCustomer(partner, { ibans: 100, days: 5 });
-    const reads = async () =>
-      sample(await metricsRegistry.metrics(), "cds_history_window_reads_total", { read: "whole" }) ?? 0;
     // The first case's week read more than LONG_HISTORY cases: the next asks hot-1's kept window.
-    // One time for the three cases, so that their hours hold the same seeded cases.
-    const now = Date.now() - T;
-    const first = await submit(partner, { customer: "hot-1", amount: 5, time: now });
-    const before = await reads();
-    const second = await submit(partner, { customer: "hot-1", amount: 7, time: now });
-    expect((await reads()) - before).toBe(1);
-    const [a, b] = (await Promise.all([first, second].map((id) => figuresOf(id)))) as Array<{
-      hour: number;
-      week: number;
-    }>;
-    expect(b?.week).toBeCloseTo((a?.week ?? 0) + 5, 6);
-    expect(b?.hour).toBe((a?.hour ?? 0) + 1);
+    const { wholeReads, partner, now, b } = await twoHotCases();
+    expect(wholeReads).toBe(1);
     // The third case's hour, answered by the kept window, does not unlearn hot-1 (it did: its 2
     // cases were taken for the history's length); its two figures share one read of the new links.
     const newReads = async () =>
