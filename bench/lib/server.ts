@@ -177,9 +177,11 @@ export async function startServer(
       await ownDb?.close();
       ownDb = undefined;
       // BENCH_KEEP_DATABASE: the seeded database stays, for EXPLAIN after the run.
-      if (database && process.env.BENCH_KEEP_DATABASE) log(`database kept: ${database.url}`);
-      else await database?.drop();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (process.env.BENCH_KEEP_DATABASE) log(`database kept: ${database?.url ?? dataDir}`);
+      else {
+        await database?.drop();
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      }
     },
   };
   return server;

@@ -105,9 +105,31 @@ interface FiguresAsked {
   figures: readonly Figure[];
 }
 
-/** The keys this process has seen long histories for, and their distinct counts' kept windows. */
-const longHistories = new LongHistories();
-const windows = new DistinctWindows();
+/** What a process knows of one database's histories: its long keys, and their kept windows. */
+interface Histories {
+  long: LongHistories;
+  windows: DistinctWindows;
+}
+
+/**
+ * One `Histories` per database: a kept window holds that database's links, and its reads' horizon
+ * is that database's transactions. A process has one database; the tests have many.
+ */
+const historiesByDb = new WeakMap<Db, Histories>();
+
+function historiesOf(db: Db): Histories {
+  let histories = historiesByDb.get(db);
+  if (!histories) {
+    const embedded = db.kind === "pglite";
+    histories = {
+      // A long history is one whose statement costs more than its kept window would.
+      long: new LongHistories(embedded ? LONG_HISTORY_EMBEDDED : LONG_HISTORY),
+      windows: new DistinctWindows({ oneSession: embedded }),
+    };
+    historiesByDb.set(db, histories);
+  }
+  return histories;
+}
 
 /**
  * The figures of a batch that no kept window answers, in one statement: on PostgreSQL on a
@@ -143,13 +165,13 @@ async function statementFigures(
  * decision or a tag (those change after a case is accepted); a distinct count of another type
  * than the key's, with no filter at all.
  */
-function windowAskOf(kase: NodeCase, figure: Figure): DistinctAsk | undefined {
+function windowAskOf(long: LongHistories, kase: NodeCase, figure: Figure): DistinctAsk | undefined {
   if (figure.decision || figure.tag) return undefined;
   const distinct = figure.function === "countDistinct";
   if (distinct && (!figure.distinct || figure.distinct === figure.by || figure.caseType)) return undefined;
   const by = entityIdsByType(kase).get(figure.by);
   const entityId = by?.length === 1 ? by[0] : undefined;
-  if (!entityId || !longHistories.has(entityId)) return undefined;
+  if (!entityId || !long.has(entityId)) return undefined;
   let currency: string | null = null;
   if (AMOUNT_FUNCTIONS.includes(figure.function)) {
     currency = transactionAmount(kase.subject).currency;
@@ -186,6 +208,7 @@ interface Reads {
 
 /** One figure from its key's kept window, or from the statement when a link has no peers. */
 async function windowFigure(
+  windows: DistinctWindows,
   reader: Executor,
   wholeReader: Executor,
   asks: FiguresAsked[],
@@ -206,6 +229,7 @@ async function windowFigure(
  */
 async function readInTransaction(
   tx: Tx,
+  windows: DistinctWindows,
   wholeReader: Executor,
   asks: FiguresAsked[],
   statementAsks: FiguresAsked[],
@@ -221,7 +245,7 @@ async function readInTransaction(
       asks,
     );
     const fromWindows: Array<number | null> = [];
-    for (const w of windowed) fromWindows.push(await windowFigure(tx, wholeReader, asks, w));
+    for (const w of windowed) fromWindows.push(await windowFigure(windows, tx, wholeReader, asks, w));
     return { fromStatement, casesRead, fromWindows };
   });
 }
@@ -233,6 +257,7 @@ async function readInTransaction(
  */
 async function readBeside(
   tx: Tx,
+  windows: DistinctWindows,
   bounded: Executor | undefined,
   wholeReader: Executor,
   asks: FiguresAsked[],
@@ -255,7 +280,7 @@ async function readBeside(
     return Promise.all(
       windowed.map(async (w): Promise<number | null | "cancelled"> => {
         try {
-          return await windowFigure(reader, wholeReader, asks, w);
+          return await windowFigure(windows, reader, wholeReader, asks, w);
         } catch (err) {
           if (cancelled(err)) return "cancelled";
           throw err;
@@ -279,13 +304,16 @@ async function readBeside(
  */
 const figuresOf = batcherPer(
   async (tx: Tx, asks: FiguresAsked[]): Promise<Array<Array<number | null> | null>> => {
-    const bounded = asks[0]?.db.boundedReads(HISTORY_BUDGET_MS) ?? undefined;
-    const wholeReader = asks[0]?.db.boundedReads(WINDOW_READ_BUDGET_MS) ?? tx;
+    // A batch is of one transaction, so of one database.
+    const db = (asks[0] as FiguresAsked).db;
+    const { long, windows } = historiesOf(db);
+    const bounded = db.boundedReads(HISTORY_BUDGET_MS) ?? undefined;
+    const wholeReader = db.boundedReads(WINDOW_READ_BUDGET_MS) ?? tx;
     const windowed: Windowed[] = [];
     const rest = asks.map((ask, a) => {
       const index: number[] = [];
       ask.figures.forEach((figure, i) => {
-        const w = longHistories.size > 0 ? windowAskOf(ask.kase, figure) : undefined;
+        const w = long.size > 0 ? windowAskOf(long, ask.kase, figure) : undefined;
         if (w) windowed.push({ a, i, ask: w });
         else index.push(i);
       });
@@ -300,13 +328,13 @@ const figuresOf = batcherPer(
     let reads: Reads | undefined;
     if (bounded) {
       try {
-        reads = await readInTransaction(tx, wholeReader, asks, statementAsks, windowed);
+        reads = await readInTransaction(tx, windows, wholeReader, asks, statementAsks, windowed);
       } catch (err) {
         if (!cancelled(err)) throw err;
       }
     }
     const { fromStatement, casesRead, fromWindows } =
-      reads ?? (await readBeside(tx, bounded, wholeReader, asks, statementAsks, windowed));
+      reads ?? (await readBeside(tx, windows, bounded, wholeReader, asks, statementAsks, windowed));
     // What each figure the statement answered tells of its key's history, by the case's figures:
     // the cases in its window (a count's value, the cases an amount's function read). A figure a
     // kept window answered tells nothing: an hour's count there says nothing of the key's length.
@@ -329,11 +357,9 @@ const figuresOf = batcherPer(
       if (value === "cancelled") values[a] = null;
       else row[i] = value;
     });
-    // A long history is one whose statement costs more than its kept window would.
-    const threshold = asks[0]?.db.kind === "pglite" ? LONG_HISTORY_EMBEDDED : LONG_HISTORY;
     values.forEach((row, a) => {
       const ask = asks[a];
-      if (row && ask) longHistories.learn(ask.kase, ask.figures, sizes[a] ?? [], threshold);
+      if (row && ask) long.learn(ask.kase, ask.figures, sizes[a] ?? []);
     });
     return values;
   },

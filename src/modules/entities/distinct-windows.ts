@@ -43,6 +43,9 @@ const LONG_HISTORY_KEYS = 10_000;
 export class LongHistories {
   readonly #until = new Map<string, number>();
 
+  /** @param threshold the cases a figure counts from which its key's history is long. */
+  constructor(readonly threshold: number = LONG_HISTORY) {}
+
   has(id: string): boolean {
     if (this.#until.size === 0) return false;
     const until = this.#until.get(id);
@@ -66,8 +69,8 @@ export class LongHistories {
     kase: HistoryCase,
     figures: readonly Figure[],
     sizes: ReadonlyArray<number | undefined>,
-    threshold: number = LONG_HISTORY,
   ): void {
+    const threshold = this.threshold;
     const longest = new Map<string, number>();
     figures.forEach((figure, i) => {
       const size = sizes[i];
@@ -401,13 +404,20 @@ type LinkRow = [string, number, number, string[] | null, boolean, string, string
  * see belongs to a transaction then in progress or begun since. Undefined when the service's role
  * cannot see another session's transaction (a session of another role, without
  * `pg_read_all_stats`): the reads then fall back to the statement.
+ *
+ * A database of one session (the embedded one, whose driver runs one transaction at a time) has no
+ * transaction in progress but the reader's own: the oldest start is `now()`, the start of the
+ * reader's transaction (or of the statement outside one), and `pg_stat_activity`, which cost the
+ * embedded database 0.59 ms a read, is not asked.
  */
-async function readHorizon(db: Executor): Promise<number | undefined> {
+async function readHorizon(db: Executor, oneSession: boolean): Promise<number | undefined> {
   const { rows } = await db.executeQuery<{ oldest: Date | string; hidden: string | number }>(
     CompiledQuery.raw(
-      `SELECT least(clock_timestamp(), min(xact_start)) AS oldest,
-              count(*) FILTER (WHERE backend_type IS NULL) AS hidden
-       FROM pg_stat_activity WHERE datname = current_database()`,
+      oneSession
+        ? "SELECT now() AS oldest, 0 AS hidden"
+        : `SELECT least(clock_timestamp(), min(xact_start)) AS oldest,
+                  count(*) FILTER (WHERE backend_type IS NULL) AS hidden
+           FROM pg_stat_activity WHERE datname = current_database()`,
     ),
   );
   const row = rows[0];
@@ -417,16 +427,21 @@ async function readHorizon(db: Executor): Promise<number | undefined> {
 }
 
 /**
- * The columns of a link a kept window holds, as one JSON array per link, with its peers of the
- * type `distinctType` (an SQL expression; none when it is null).
+ * The columns of a link a kept window holds, as one JSON array per link, with its peers between
+ * `k.peer_low` and `k.peer_high`: those of the type the window counts, none when it counts no type.
+ * The bounds are columns of `k`, computed once a window (`peerBounds`), not for each peer of each
+ * link compared: the read of what is new took a fifth less on the embedded database.
  */
-const linkJson = (distinctType: string) => `json_build_array(l.case_id,
+const LINK_JSON = `json_build_array(l.case_id,
   extract(epoch FROM l.case_time) * 1000,
   extract(epoch FROM l.accepted_at) * 1000,
-  (SELECT array_agg(p) FROM unnest(l.peers) p
-   WHERE p BETWEEN entity_peer('${PEER_LOW}'::uuid, ${distinctType})
-             AND entity_peer('${PEER_HIGH}'::uuid, ${distinctType})),
+  (SELECT array_agg(p) FROM unnest(l.peers) p WHERE p BETWEEN k.peer_low AND k.peer_high),
   l.peers IS NULL, l.case_type, l.currency, l.amount)`;
+
+/** The bounds of the peers of the type `distinctType` (an SQL expression), as `peer_low` and `peer_high`. */
+const peerBounds = (distinctType: string) =>
+  `entity_peer('${PEER_LOW}'::uuid, ${distinctType}) AS peer_low,
+   entity_peer('${PEER_HIGH}'::uuid, ${distinctType}) AS peer_high`;
 
 /**
  * The links accepted since each window's last read, of every window asked at once: one row of
@@ -435,7 +450,7 @@ const linkJson = (distinctType: string) => `json_build_array(l.case_id,
  * before the acceptance) from the index of late links. Both are short: the key's links of the
  * minute before the horizon and since.
  */
-const READ_NEW = `SELECT (SELECT json_agg(${linkJson("k.distinct_type")})
+const READ_NEW = `SELECT (SELECT json_agg(${LINK_JSON})
         FROM (SELECT * FROM case_entities l
               WHERE l.entity_id = k.entity_id AND l.case_time > k.lo
                 AND l.case_time > k.since - ${LATE_CASE} AND l.accepted_at >= k.since
@@ -443,8 +458,10 @@ const READ_NEW = `SELECT (SELECT json_agg(${linkJson("k.distinct_type")})
               SELECT * FROM case_entities l
               WHERE l.entity_id = k.entity_id AND l.case_time > k.lo AND l.accepted_at >= k.since
                 AND l.accepted_at - l.case_time > ${LATE_CASE}) l) AS rows
-  FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
-    AS k(entity_id, lo, distinct_type, since, n)
+  FROM (SELECT u.*, ${peerBounds("u.distinct_type")}
+        FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
+          AS u(entity_id, lo, distinct_type, since, n)
+        OFFSET 0) k
   ORDER BY k.n`;
 
 /** A kept window's key: a distinct count keeps its key's peers of its type; the other functions share one. */
@@ -453,6 +470,7 @@ function keyOf(ask: DistinctAsk): string {
 }
 
 export class DistinctWindows {
+  readonly #oneSession: boolean;
   readonly #kept = new Map<string, Kept>();
   /** The figure of each key being answered: a key's figures are answered one after another. */
   readonly #turns = new Map<string, Promise<unknown>>();
@@ -461,6 +479,14 @@ export class DistinctWindows {
   #links = 0;
   /** The latest horizon read, and when its statement ended (this process's clock). */
   #horizon: { at: number; value: Promise<number | undefined> } | undefined;
+
+  /**
+   * @param options.oneSession the database has one session, which runs one transaction at a time
+   *   (the embedded database): no other transaction is ever in progress beside the reader's.
+   */
+  constructor({ oneSession = false }: { oneSession?: boolean } = {}) {
+    this.#oneSession = oneSession;
+  }
 
   /**
    * The figure's value, exactly as `computeFigures` gives it; undefined where a link of the window
@@ -494,7 +520,7 @@ export class DistinctWindows {
   async #currentHorizon(db: Executor): Promise<number | undefined> {
     const known = this.#horizon;
     if (known && Date.now() - known.at < HORIZON_REUSE_MS) return known.value;
-    const value = readHorizon(db);
+    const value = readHorizon(db, this.#oneSession);
     const entry = { at: Number.POSITIVE_INFINITY, value };
     this.#horizon = entry;
     try {
@@ -579,8 +605,8 @@ export class DistinctWindows {
   async #readWhole(db: Executor, ask: DistinctAsk, kept: Kept): Promise<LinkRow[]> {
     return this.#rows(
       db,
-      `SELECT json_agg(${linkJson("$3")}) AS rows
-       FROM case_entities l
+      `SELECT json_agg(${LINK_JSON}) AS rows
+       FROM case_entities l, (SELECT ${peerBounds("$3::text")} OFFSET 0) k
        WHERE l.entity_id = $1 AND l.case_time > $2`,
       [ask.entityId, new Date(kept.lo), ask.distinctType],
     );
