@@ -65,11 +65,7 @@ export class LongHistories {
    * count's value, the cases an amount's function read); one a kept window answered gives nothing
    * (undefined), and neither teaches nor unlearns its key.
    */
-  learn(
-    kase: HistoryCase,
-    figures: readonly Figure[],
-    sizes: ReadonlyArray<number | undefined>,
-  ): void {
+  learn(kase: HistoryCase, figures: readonly Figure[], sizes: ReadonlyArray<number | undefined>): void {
     const threshold = this.threshold;
     const longest = new Map<string, number>();
     figures.forEach((figure, i) => {
