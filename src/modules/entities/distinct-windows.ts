@@ -7,8 +7,7 @@ import {
   entityIdsByType,
   type Figure,
   type HistoryCase,
-  PEER_HIGH,
-  PEER_LOW,
+  peerBounds,
 } from "./history.js";
 
 // A `countDistinct` over a key with a long history, answered from the key's links kept in this
@@ -433,11 +432,6 @@ const LINK_JSON = `json_build_array(l.case_id,
   extract(epoch FROM l.accepted_at) * 1000,
   (SELECT array_agg(p) FROM unnest(l.peers) p WHERE p BETWEEN k.peer_low AND k.peer_high),
   l.peers IS NULL, l.case_type, l.currency, l.amount)`;
-
-/** The bounds of the peers of the type `distinctType` (an SQL expression), as `peer_low` and `peer_high`. */
-const peerBounds = (distinctType: string) =>
-  `entity_peer('${PEER_LOW}'::uuid, ${distinctType}) AS peer_low,
-   entity_peer('${PEER_HIGH}'::uuid, ${distinctType}) AS peer_high`;
 
 /**
  * The links accepted since each window's last read, of every window asked at once: one row of

@@ -35,8 +35,16 @@ export interface HistoryCase {
 }
 
 /** The uuids whose `entity_peer` of a type bound that type's peers (migration 0020). */
-export const PEER_LOW = "00000000-0000-8000-8000-000000000000";
-export const PEER_HIGH = "ffffffff-ffff-8fff-bfff-ffffffffffff";
+const PEER_LOW = "00000000-0000-8000-8000-000000000000";
+const PEER_HIGH = "ffffffff-ffff-8fff-bfff-ffffffffffff";
+
+/**
+ * The bounds of the peers of the type `distinctType` (an SQL expression), as the columns
+ * `peer_low` and `peer_high` of a row a statement computes once, not for each peer it compares.
+ */
+export const peerBounds = (distinctType: string) =>
+  `entity_peer('${PEER_LOW}'::uuid, ${distinctType}) AS peer_low,
+   entity_peer('${PEER_HIGH}'::uuid, ${distinctType}) AS peer_high`;
 
 const AMOUNT_FUNCTIONS = new Set<AggregateFunction>(["sum", "avg", "min", "max"]);
 
@@ -128,8 +136,7 @@ export async function computeFiguresOfCases(
       // The bounds of the distinct type's peers are columns of q (OFFSET 0 keeps them there), so
       // a subquery computes them once, not for each peer it compares.
       `SELECT q.n, CASE q.shape ${subqueries.join(" ")} END AS v
-       FROM (SELECT u.*, entity_peer('${PEER_LOW}'::uuid, u.distinct_type) AS peer_low,
-                    entity_peer('${PEER_HIGH}'::uuid, u.distinct_type) AS peer_high
+       FROM (SELECT u.*, ${peerBounds("u.distinct_type")}
              FROM unnest($1::int[], $2::int[], $3::text[], $4::timestamptz[], $5::timestamptz[],
                          $6::timestamptz[], $7::uuid[], $8::uuid[], $9::text[], $10::text[],
                          $11::text[], $12::text[], $13::text[])
