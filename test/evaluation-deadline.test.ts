@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkflowDefinition } from "../src/modules/workflows/workflow.types.js";
+import { metricsRegistry } from "../src/platform/metrics.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createPartner, type Partner } from "./support/fixtures.js";
+import { sample } from "./support/metrics.js";
 import { createWorkflow, eventsOf, kycSubject, waitForCase } from "./support/workflows.js";
 
 /**
@@ -171,6 +173,66 @@ describe("an evaluation that moves to a thread", () => {
     expect(res.result.decision.value).toBe("approved");
     const trace = (await h.app.inject({ url: `/admin/cases/${res.caseId}`, headers: adminHeaders })).json();
     expect(trace.trace[0].attributes).toEqual({ tier: "gold" });
+  });
+
+  it("a workflow whose nodes each go to a thread takes one evaluation job for up to nine of them, and decides as on the event loop", async () => {
+    const evaluations = async () =>
+      sample(await metricsRegistry.metrics(), "cds_job_run_seconds_count", {
+        kind: "engine.evaluate",
+        outcome: "done",
+      }) ?? 0;
+    /** `count` rules nodes, each with an expression of its own that 300 characters take to a thread. */
+    const chain = (count: number): WorkflowDefinition => ({
+      inputSchema: { type: "object" },
+      start: "n1",
+      nodes: [
+        ...Array.from({ length: count }, (_, i) => ({
+          id: `n${i + 1}`,
+          type: "rules",
+          rules: [
+            {
+              when: `payload.s.startsWith("${"ab".slice(0, 1 + (i % 2))}") && size(payload.s) > ${i}`,
+              next: i + 1 < count ? `n${i + 2}` : "yes",
+            },
+          ],
+          default: "no",
+        })),
+        { id: "yes", type: "decision", decision: "approved", output: { seen: "size(payload.s)" } },
+        { id: "no", type: "decision", decision: "declined" },
+      ],
+    });
+    const traceOf = async (caseId: string) =>
+      (await h.app.inject({ url: `/admin/cases/${caseId}`, headers: adminHeaders }))
+        .json()
+        .trace.map(({ startedAt: _s, finishedAt: _f, ...entry }: Record<string, unknown>) => entry);
+    for (const [count, jobs] of [
+      [3, 1],
+      // The first job takes its own expression and eight more (AHEAD_ROUNDS); the tenth is a second job's.
+      [10, 2],
+    ] as const) {
+      await createWorkflow(h.app, hostile.tenantId, `chain-${count}`, chain(count));
+      const before = await evaluations();
+      const long = await waitForCase(
+        h.app,
+        hostile.headers,
+        await created(hostile, `chain-${count}`, { s: `ab${"c".repeat(298)}` }),
+      );
+      expect(await evaluations(), `${count} nodes`).toBe(before + jobs);
+      const short = await waitForCase(
+        h.app,
+        hostile.headers,
+        await created(hostile, `chain-${count}`, { s: `ab${"c".repeat(count)}` }),
+      );
+      // Nothing of the short one went to a thread.
+      expect(await evaluations()).toBe(before + jobs);
+      expect(long.result.decision.value).toBe("approved");
+      expect(long.result.workflow_result).toEqual({ seen: 300 });
+      expect(short.result.workflow_result).toEqual({ seen: count + 2 });
+      const trace = await traceOf(long.caseId);
+      expect(trace).toHaveLength(count + 1);
+      // The rules nodes' entries as the event loop wrote them; the decision's output is the text's length.
+      expect(trace.slice(0, -1)).toEqual((await traceOf(short.caseId)).slice(0, -1));
+    }
   });
 
   it("a comprehension over a 100,000-element list ends on the budget, on a thread, at once", async () => {

@@ -189,8 +189,11 @@ interface ChainStart {
   claim: ClaimToken | undefined;
   /** The result of an external node's call, when the chain starts at that node. */
   called?: { value: unknown };
-  /** The first node's expressions already evaluated on a thread, and how many rounds that took. */
-  threads?: ThreadResults;
+  /**
+   * Expressions already evaluated on threads, by the seq of the step whose node asked for them
+   * (the first node's, and those of the nodes after it that `evaluateAhead` reached).
+   */
+  threads?: ReadonlyMap<number, ThreadResults>;
 }
 
 /**
@@ -225,6 +228,77 @@ export function applyStep(
   });
 }
 
+function noThreadResults(): ThreadResults {
+  return { offloads: new Offloads(), lookups: new ListLookups(), rounds: 0 };
+}
+
+/** Expressions one `engine.evaluate` job may take to threads, beyond the one it was written for. */
+export const AHEAD_ROUNDS = 8;
+/** Nodes one `engine.evaluate` job may evaluate ahead of its transaction. */
+export const AHEAD_NODES = 16;
+
+/** Evaluates an expression a node handed over on a thread, and adds its result to `threads`. */
+export type ThreadEvaluation = (wanted: ThreadWanted["wanted"], threads: ThreadResults) => Promise<void>;
+
+/**
+ * From a node one of whose expressions a thread has just evaluated, evaluates the chain ahead with
+ * no transaction open, as far as it runs nodes that touch nothing but the case's variables
+ * (`effects: "none"`): each expression such a node hands over goes to a thread at once, here,
+ * rather than through a transaction and a job of its own. A workflow of several nodes that each
+ * outgrow the event loop then takes one job and one transaction, not one of each per expression
+ * (decision 0024). The transaction evaluates the same nodes again with these results, so what it
+ * writes is what it would have written; whatever this cannot settle (a node with effects, a node
+ * that still wants a thread past the bounds, an error) is left to it as before. Lists are read
+ * outside the transaction, as the first node's are.
+ */
+export async function evaluateAhead(
+  ctx: AppContext,
+  reader: Executor,
+  row: CaseRow,
+  wf: CompiledWorkflow,
+  start: { seq: number; nodeId: string; attributes: Record<string, unknown>; threads: ThreadResults },
+  onThread: ThreadEvaluation,
+): Promise<Map<number, ThreadResults>> {
+  const ahead = new Map([[start.seq, start.threads]]);
+  const outputs = { ...row.node_outputs };
+  const kase = nodeCaseOf(row);
+  const answers = liveLists(ctx, reader, row.tenant_id);
+  let { seq, nodeId, threads } = start;
+  let rounds = 0;
+  try {
+    while (seq - start.seq < AHEAD_NODES) {
+      const { node, type } = nodeOf(wf, nodeId);
+      if (type.effects !== "none") break;
+      const evaluated = await evaluateNode(
+        type,
+        node,
+        // A `none` node never uses its transaction.
+        { ctx, tx: reader as Tx, case: kase, seq },
+        () => variablesOf(row, start.attributes, outputs),
+        answers,
+        threads,
+      );
+      if (evaluated.kind === "thread") {
+        if (threads.rounds >= THREAD_ROUNDS || rounds >= AHEAD_ROUNDS) break;
+        threads.rounds += 1;
+        rounds += 1;
+        await onThread(evaluated.wanted, threads);
+        continue;
+      }
+      if (evaluated.kind !== "continue") break;
+      outputs[nodeId] = evaluated.output;
+      seq += 1;
+      nodeId = evaluated.next;
+      threads = noThreadResults();
+      ahead.set(seq, threads);
+    }
+  } catch (err) {
+    // The transaction evaluates these nodes again and meets the same error there, where it counts.
+    ctx.log.debug({ err, caseId: row.id, nodeId }, "evaluation ahead of the step's transaction stopped");
+  }
+  return ahead;
+}
+
 /**
  * Runs the case's nodes from `start` in the step's transaction, each its own step row, until the
  * workflow ends, pauses, fails, or reaches a node that calls outside the service (that node gets
@@ -256,10 +330,7 @@ export async function runChain(
       return plan;
     }
     const startedAt = new Date();
-    const threads =
-      first && start.threads
-        ? start.threads
-        : { offloads: new Offloads(), lookups: new ListLookups(), rounds: 0 };
+    const threads = start.threads?.get(seq) ?? noThreadResults();
     const evaluated = await evaluateNode(
       type,
       node,

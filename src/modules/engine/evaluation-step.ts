@@ -3,7 +3,7 @@ import { type Applied, type ClaimedJob, type ClaimToken, RescheduleJob } from ".
 import { getAttributesOf } from "../attributes/index.js";
 import { findCase } from "../cases/index.js";
 import { evaluateOnThread, ListLookups, Offloads, waitingForThreads } from "../workflows/index.js";
-import { applyStep, liveLists, lookUp } from "./chain.js";
+import { applyStep, evaluateAhead, liveLists, lookUp, type ThreadEvaluation } from "./chain.js";
 import { variablesOf, workflowOf } from "./plan.js";
 import { type EvaluationJobPayload, isCurrentStep } from "./step-jobs.js";
 
@@ -39,12 +39,9 @@ export async function runEvaluationStep(
   const before = await findCase(ctx.db.root, step.tenantId, step.caseId);
   if (!isCurrentStep(before, step)) return undefined;
   const attributes = (await getAttributesOf(ctx.db.root, [before])).get(before.id) ?? {};
-  // The nodes as the expression saw them: what the case has, and what its node type added.
-  const { nodes, ...expression } = step.expression;
-  const variables = { ...variablesOf(before, attributes, before.node_outputs), nodes };
   const lookups = new ListLookups();
   for (const a of step.answers) lookups.learn(a.list, a.value, a.found);
-  const offloads = Offloads.of(step.results);
+  const first = { offloads: Offloads.of(step.results), lookups, rounds: step.round };
   // Checked just before the evaluation joins the queue, in the same turn of the event loop.
   if (waitingForThreads(step.tenantId) >= WAITING_PER_TENANT) {
     throw new RescheduleJob(
@@ -52,21 +49,34 @@ export async function runEvaluationStep(
       "the tenant's evaluations already wait for a thread",
     );
   }
-  for (let round = 0; ; round++) {
-    const result = await evaluateOnThread(
-      step.tenantId,
-      { ...expression, variables, answers: lookups.read() },
-      ctx.config.evaluationDeadlineMs,
-    );
-    if (result.missing.length === 0 || round >= LOOKUP_ROUNDS) {
-      offloads.learn(step.expression.kind, step.expression.source, result);
-      break;
+  /** One expression on a thread, with the list lookups it asks for, its result learned. */
+  const onThread: ThreadEvaluation = async (wanted, threads) => {
+    // The nodes as the expression saw them: what the case has, and what its node type added.
+    const { nodes, ...expression } = wanted;
+    const variables = { ...variablesOf(before, attributes, before.node_outputs), nodes };
+    for (let round = 0; ; round++) {
+      const result = await evaluateOnThread(
+        step.tenantId,
+        { ...expression, variables, answers: threads.lookups.read() },
+        ctx.config.evaluationDeadlineMs,
+      );
+      if (result.missing.length === 0 || round >= LOOKUP_ROUNDS) {
+        threads.offloads.learn(wanted.kind, wanted.source, result);
+        return;
+      }
+      for (const probe of result.missing) threads.lookups.answer(probe.list, probe.value);
+      await lookUp(liveLists(ctx, ctx.db.root, step.tenantId), threads.lookups, step.nodeId);
     }
-    for (const probe of result.missing) lookups.answer(probe.list, probe.value);
-    await lookUp(liveLists(ctx, ctx.db.root, step.tenantId), lookups, step.nodeId);
-  }
-  return applyStep(ctx, job, claim, (tx, row) => workflowOf(ctx.nodeTypes, tx, row), {
-    attributes,
-    threads: { offloads, lookups, rounds: step.round },
-  });
+  };
+  await onThread(step.expression, first);
+  const wf = await workflowOf(ctx.nodeTypes, ctx.db.root, before);
+  const threads = await evaluateAhead(
+    ctx,
+    ctx.db.root,
+    before,
+    wf,
+    { seq: step.seq, nodeId: step.nodeId, attributes, threads: first },
+    onThread,
+  );
+  return applyStep(ctx, job, claim, (tx, row) => workflowOf(ctx.nodeTypes, tx, row), { attributes, threads });
 }
