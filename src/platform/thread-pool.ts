@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { type MessagePort, Worker, workerData } from "node:worker_threads";
+import { type MessagePort, Worker, type WorkerOptions, workerData } from "node:worker_threads";
 
 /** A task ran past its deadline; its thread was ended and a fresh one takes its place. */
 export class DeadlineExceeded extends Error {
@@ -177,16 +177,7 @@ export class ThreadPool<T, R> {
       resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
       workerData: { niceness: this.#niceness } satisfies ThreadData,
     };
-    const worker = this.script.pathname.endsWith(".ts")
-      ? // Loader hooks given with --import do not reach a worker's own entry on Node 20: the
-        // thread registers tsx itself, then imports the script.
-        new Worker(
-          `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))})` +
-            `.then((tsx) => { tsx.register(); return import(${JSON.stringify(this.script.href)}); })`,
-          { ...options, eval: true },
-        )
-      : new Worker(this.script, options);
-    worker.unref();
+    const worker = spawnThread(this.script, options);
     const slot: Slot = { worker, state: "starting" };
     this.#slots.push(slot);
     const lost = (err: unknown) => {
@@ -265,6 +256,25 @@ export class ThreadPool<T, R> {
 
 interface ThreadData {
   niceness: number;
+}
+
+/**
+ * A worker thread running `script`, unreferenced (it never keeps the process alive). From
+ * TypeScript sources (development and tests) the script is a `.ts` file, which the thread loads
+ * through tsx as the process does; from `dist/`, it is plain JavaScript.
+ */
+export function spawnThread(script: URL, options: WorkerOptions = {}): Worker {
+  const worker = script.pathname.endsWith(".ts")
+    ? // Loader hooks given with --import do not reach a worker's own entry on Node 20: the
+      // thread registers tsx itself, then imports the script.
+      new Worker(
+        `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))})` +
+          `.then((tsx) => { tsx.register(); return import(${JSON.stringify(script.href)}); })`,
+        { ...options, eval: true },
+      )
+    : new Worker(script, options);
+  worker.unref();
+  return worker;
 }
 
 /**

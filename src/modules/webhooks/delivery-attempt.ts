@@ -1,14 +1,12 @@
-import { SECRET_ID_HEADER, SIGNATURE_HEADER, signWebhookBody } from "@case-decisioning/verify-webhook";
 import type { AppContext } from "../../platform/context.js";
 import { webhookAttempts } from "../../platform/metrics.js";
 import { type SecretBox, secretBoxOf } from "../../platform/secret-box.js";
 import type { AttemptContext, AttemptRecord, Outcome } from "./deliveries.repo.js";
 import type { Answer, Slot } from "./delivery-gate.js";
-import { type SendOutcome, sendWebhook } from "./http-sender.js";
+import type { SendOutcome } from "./http-sender.js";
+import { sendFromThread } from "./sender-thread.js";
 import { openSecrets } from "./webhook-secrets.js";
 import type { WebhookSecret } from "./webhooks.tables.js";
-
-const USER_AGENT = "case-decisioning-webhooks/1.0";
 
 /** A receiver's Retry-After is honoured up to this; beyond it the receiver is not really coming back. */
 export const MAX_RETRY_AFTER_MS = 10 * 60 * 1000;
@@ -185,22 +183,18 @@ export async function attemptDelivery(
       failures: interrupted,
     });
   }
-  let sent: Awaited<ReturnType<typeof sendWebhook>>;
+  let sent: SendOutcome;
   const url = new URL(at.config.url);
   let secret: { id: string | null; secret: string };
   const startedAt = new Date();
   try {
     secret = signingSecret(secretBoxOf(ctx.config), at, at.config);
-    const body = Buffer.from(at.body, "utf8");
-    sent = await sendWebhook({
-      url,
-      body,
-      headers: {
-        "content-type": "application/json",
-        "user-agent": USER_AGENT,
-        [SIGNATURE_HEADER]: signWebhookBody(secret.secret, body),
-        ...(secret.id === null ? {} : { [SECRET_ID_HEADER]: secret.id }),
-      },
+    // Signed and sent on the sending thread (decision 0039).
+    sent = await sendFromThread({
+      href: url.href,
+      body: at.body,
+      secret: secret.secret,
+      secretId: secret.id,
       timeoutMs: at.config.timeout_ms,
       allowPrivateTargets: ctx.config.allowPrivateTargets,
     });

@@ -22,6 +22,7 @@ import {
   type Reservation,
 } from "./delivery-handoff.js";
 import { DELIVERIES_CHANNEL } from "./delivery-queue.js";
+import { senderReady } from "./sender-thread.js";
 
 /** Deliveries one claim takes at most. */
 export const CLAIM_BATCH = 64;
@@ -166,6 +167,7 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
   async start(): Promise<void> {
     if (!this.#stopped) return;
     this.#stopped = false;
+    await senderReady();
     this.#unlisten = await this.#ctx.db.listen(DELIVERIES_CHANNEL, () => this.#notice());
     attachTaker(this.#ctx.db, this);
     this.#renewal = setInterval(() => void this.#renew(), Math.max(100, (this.#leaseSeconds * 1000) / 3));
