@@ -45,6 +45,8 @@ class SenderThread {
 
   send(request: SignedSend): Promise<SendOutcome> {
     return new Promise((resolve) => {
+      // An attempt in flight keeps the process alive, as its socket did on the event loop.
+      if (this.#inFlight.size === 0) this.#worker?.ref();
       const id = this.#nextId++;
       this.#inFlight.set(id, { resolve, at: performance.now() });
       this.#outbox.push({ id, ...request });
@@ -74,12 +76,15 @@ class SenderThread {
       loaded = resolve;
     });
     worker.on("message", (sent: SentMessage[] | typeof THREAD_READY) => {
-      if (sent === THREAD_READY) return loaded();
-      for (const { id, outcome } of sent) {
-        const waiting = this.#inFlight.get(id);
-        this.#inFlight.delete(id);
-        waiting?.resolve(outcome);
-      }
+      if (sent !== THREAD_READY) {
+        for (const { id, outcome } of sent) {
+          const waiting = this.#inFlight.get(id);
+          this.#inFlight.delete(id);
+          waiting?.resolve(outcome);
+        }
+      } else loaded();
+      // Idle, the thread never keeps the process alive.
+      if (this.#inFlight.size === 0) worker.unref();
     });
     const lost = (why: string) => {
       loaded();
@@ -100,6 +105,8 @@ class SenderThread {
     };
     worker.on("error", (err) => lost(err.message));
     worker.on("exit", (code) => lost(`exit code ${code}`));
+    // Held (a listener of its messages refs it anyway) until its script has loaded.
+    worker.ref();
     this.#worker = worker;
     return worker;
   }
