@@ -29,6 +29,7 @@ class ServiceWorker extends JobWorker {
   }
 
   override async start(): Promise<void> {
+    await Promise.all(this.#background.map((b) => b.prepare?.()));
     await super.start();
     for (const b of this.#background) await b.start();
     await this.#heartbeat.start();

@@ -32,6 +32,12 @@ export interface StartupContext {
 
 /** Something a feature runs beside the job worker in worker processes, started and stopped with it. */
 export interface BackgroundWorker {
+  /**
+   * What must be ready before any part of the worker takes work (a thread's script loaded, say):
+   * awaited before the job worker and every background part start, so that a process's start is
+   * all or nothing, not work already running while a slow part loads.
+   */
+  prepare?(): Promise<void>;
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Work in flight, counted in the worker's own `runningCount`. */

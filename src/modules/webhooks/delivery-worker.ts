@@ -164,10 +164,16 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
     }
   }
 
+  /** The sending thread loaded before the worker takes any delivery (decision 0039). */
+  prepare(): Promise<void> {
+    return senderReady();
+  }
+
   async start(): Promise<void> {
+    // Started alone (tests do), the worker still waits for its thread first.
+    await senderReady();
     if (!this.#stopped) return;
     this.#stopped = false;
-    await senderReady();
     this.#unlisten = await this.#ctx.db.listen(DELIVERIES_CHANNEL, () => this.#notice());
     attachTaker(this.#ctx.db, this);
     this.#renewal = setInterval(() => void this.#renew(), Math.max(100, (this.#leaseSeconds * 1000) / 3));
