@@ -170,8 +170,6 @@ export class DeliveryWorker implements BackgroundWorker, DeliveryTaker {
   }
 
   async start(): Promise<void> {
-    // Started alone (tests do), the worker still waits for its thread first.
-    await senderReady();
     if (!this.#stopped) return;
     this.#stopped = false;
     this.#unlisten = await this.#ctx.db.listen(DELIVERIES_CHANNEL, () => this.#notice());
