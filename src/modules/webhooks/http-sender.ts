@@ -216,6 +216,11 @@ function exchange(request: SendRequest, deadline: Deadline): Promise<Answer> {
   return handler.answer;
 }
 
+/** An attempt that ended without an answer, and why. */
+export function unanswered(error: string, latencyMs: number): SendOutcome {
+  return { ok: false, statusCode: null, latencyMs, error, responseBody: null, retryAfterMs: null };
+}
+
 export async function sendWebhook(request: SendRequest): Promise<SendOutcome> {
   const started = performance.now();
   const deadline: Deadline = { current: null, passed: null };
@@ -246,14 +251,7 @@ export async function sendWebhook(request: SendRequest): Promise<SendOutcome> {
       retryAfterMs: asksToWait ? parseRetryAfter(answer.headers["retry-after"]) : null,
     };
   } catch (err) {
-    return {
-      ok: false,
-      statusCode: null,
-      latencyMs: latency(),
-      error: explain(err, request.url.host),
-      responseBody: null,
-      retryAfterMs: null,
-    };
+    return unanswered(explain(err, request.url.host), latency());
   } finally {
     clearTimeout(timer);
   }

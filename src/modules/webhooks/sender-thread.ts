@@ -3,7 +3,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import type { Worker } from "node:worker_threads";
 import { spawnThread, THREAD_READY } from "../../platform/thread-pool.js";
-import type { SendOutcome } from "./http-sender.js";
+import { type SendOutcome, unanswered } from "./http-sender.js";
 
 /**
  * One webhook attempt as the sending thread takes it: the body as stored, signed there with the
@@ -93,14 +93,12 @@ class SenderThread {
       const now = performance.now();
       for (const [id, waiting] of this.#inFlight) {
         this.#inFlight.delete(id);
-        waiting.resolve({
-          ok: false,
-          statusCode: null,
-          latencyMs: Math.round(now - waiting.at),
-          error: `the webhook sending thread stopped (${why}) before an answer`,
-          responseBody: null,
-          retryAfterMs: null,
-        });
+        waiting.resolve(
+          unanswered(
+            `the webhook sending thread stopped (${why}) before an answer`,
+            Math.round(now - waiting.at),
+          ),
+        );
       }
     };
     worker.on("error", (err) => lost(err.message));

@@ -6,7 +6,7 @@
 import { parentPort } from "node:worker_threads";
 import { SECRET_ID_HEADER, SIGNATURE_HEADER, signWebhookBody } from "@case-decisioning/verify-webhook";
 import { THREAD_READY } from "../../platform/thread-pool.js";
-import { sendWebhook } from "./http-sender.js";
+import { sendWebhook, unanswered } from "./http-sender.js";
 import type { SendMessage, SentMessage } from "./sender-thread.js";
 
 const USER_AGENT = "case-decisioning-webhooks/1.0";
@@ -46,17 +46,7 @@ async function attempt(m: SendMessage): Promise<void> {
 port.on("message", (batch: SendMessage[]) => {
   for (const m of batch) {
     attempt(m).catch((err: Error) =>
-      answer({
-        id: m.id,
-        outcome: {
-          ok: false,
-          statusCode: null,
-          latencyMs: 0,
-          error: `the attempt could not be made: ${err.message}`,
-          responseBody: null,
-          retryAfterMs: null,
-        },
-      }),
+      answer({ id: m.id, outcome: unanswered(`the attempt could not be made: ${err.message}`, 0) }),
     );
   }
 });
