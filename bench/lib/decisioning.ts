@@ -1,6 +1,7 @@
 import type autocannon from "autocannon";
 import { startBareServer } from "./bare.js";
 import { type CaseSummary, casesOf, decisionsIn, drained, type Work, workPerCase } from "./cases.js";
+import { cpuBetween, readCpu } from "./cpu.js";
 import { type LoadResult, paced } from "./load.js";
 import { round } from "./stats.js";
 import type { BenchContext, BenchServer, Figure } from "./types.js";
@@ -15,6 +16,20 @@ export type Body = string | (() => string);
 function bodyOptions(body: Body): { body?: string; autocannon?: Partial<autocannon.Options> } {
   if (typeof body === "string") return { body };
   return { autocannon: { requests: [{ setupRequest: (req) => ({ ...req, body: body() }) }] } };
+}
+
+/**
+ * Seconds of saturating load, unmeasured, before a service's or the bare server's measured rounds
+ * (BENCH_SATURATE_WARMUP): long enough for the JIT to finish compiling the hot paths. A fresh
+ * service compiled for about ten seconds of such load, a quarter of its CPU in the first rounds
+ * (docs/benchmarks.md, 2 December 2026), which a service that has run for a minute never pays.
+ */
+function saturationWarmup(ctx: BenchContext): number {
+  const raw = process.env.BENCH_SATURATE_WARMUP;
+  const value = raw === undefined || raw === "" ? 10 : Number(raw);
+  if (!Number.isFinite(value) || value < 0)
+    throw new Error(`BENCH_SATURATE_WARMUP must be a non-negative number, got "${raw}"`);
+  return Math.max(value, ctx.settings.warmupSeconds);
 }
 
 /** The bare INSERT server on a fresh database of this kind, under `POST /cases` load: the baseline. */
@@ -37,7 +52,7 @@ export async function bareBaseline(
           ...bodyOptions(body),
         },
       ],
-      { connections },
+      { connections, warmupSeconds: saturationWarmup(ctx) },
     );
     if (!result) throw new Error("the load generator returned no result");
     return result;
@@ -54,9 +69,12 @@ export interface Submissions {
 }
 
 /**
- * `POST /cases` as fast as the service answers (autocannon, warm-up and repeats), then every
- * case submitted meanwhile once all are decided: the submission rate and the decisions made
- * while submissions saturate the service.
+ * `POST /cases` as fast as the service answers, then every case submitted meanwhile once all are
+ * decided: the submission rate and the decisions made while submissions saturate the service,
+ * with the CPU seconds each part of the machine spent from the first submission to the last
+ * decision (`cpuBetween`; undefined without /proc). A warm-up of the same load comes first
+ * (`saturationWarmup`), its cases decided before the measured rounds begin and counted in
+ * neither figure.
  */
 export async function saturate(
   ctx: BenchContext,
@@ -64,25 +82,33 @@ export async function saturate(
   name: string,
   submissions: Submissions,
   connections: number,
-): Promise<{ submitted: LoadResult; cases: CaseSummary[] }> {
+): Promise<{ submitted: LoadResult; cases: CaseSummary[]; cpu: Record<string, number> | undefined }> {
+  const target = {
+    baseUrl: () => server.url,
+    path: "/cases",
+    method: "POST" as const,
+    headers: submissions.headers,
+    ...bodyOptions(submissions.body),
+  };
+  const warmup = saturationWarmup(ctx);
+  ctx.log(`warming up ${name} (${warmup} s), then deciding what it submitted`);
+  await ctx.load([{ ...target, name: `warm-up: ${name}` }], {
+    connections,
+    warmupSeconds: 0,
+    repeats: 1,
+    durationSeconds: warmup,
+  });
+  await drained(server, submissions.tenantId);
+  const pids = { service: server.pids().service };
+  const cpuBefore = readCpu(pids);
   const from = new Date();
-  const [submitted] = await ctx.load(
-    [
-      {
-        name,
-        baseUrl: () => server.url,
-        path: "/cases",
-        method: "POST",
-        headers: submissions.headers,
-        ...bodyOptions(submissions.body),
-      },
-    ],
-    { connections },
-  );
+  const [submitted] = await ctx.load([{ ...target, name }], { connections, warmupSeconds: 0 });
   if (!submitted) throw new Error("the load generator returned no result");
   const to = new Date();
   await drained(server, submissions.tenantId);
-  return { submitted, cases: await casesOf(server, submissions.tenantId, from, to) };
+  const cpuAfter = readCpu(pids);
+  const cpu = cpuBefore && cpuAfter ? cpuBetween(cpuBefore, cpuAfter) : undefined;
+  return { submitted, cases: await casesOf(server, submissions.tenantId, from, to), cpu };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { decisionsIn, submission, workNotes } from "../lib/cases.js";
+import { mapParts, partsText } from "../lib/cpu.js";
 import {
   bareBaseline,
   halfTheMaximum,
@@ -44,7 +45,7 @@ const scenario: Scenario = {
       const headers = { ...partner.headers, "content-type": "application/json" };
       const submissions = { tenantId: partner.tenantId, headers, body: submission };
 
-      const { submitted, cases } = await saturate(
+      const { submitted, cases, cpu } = await saturate(
         ctx,
         server,
         `POST /cases, decided in the same process (${database})`,
@@ -52,6 +53,12 @@ const scenario: Scenario = {
         connections,
       );
       const saturated = decisionsIn(cases);
+      if (cpu && saturated.decided > 0) {
+        const perCase = mapParts(cpu, (seconds) => (seconds * 1000) / saturated.decided);
+        notes.push(
+          `${database}: CPU ms per case accepted and decided while saturated: ${partsText(perCase)}`,
+        );
+      }
       rows.push({
         name: submitted.name,
         figures: rateFigures({ ...submitted, perSecond: submitted.requestsPerSecond }, baseline),

@@ -1,4 +1,5 @@
 import { type CaseSummary, decisionsIn, drained, workNotes } from "../lib/cases.js";
+import { mapParts, partsText } from "../lib/cpu.js";
 import {
   bareBaseline,
   halfTheMaximum,
@@ -134,7 +135,7 @@ async function measure(
       );
     }
 
-    const { submitted, cases } = await saturate(
+    const { submitted, cases, cpu } = await saturate(
       ctx,
       server,
       `POST /cases, decided in the same process (${label})`,
@@ -142,6 +143,10 @@ async function measure(
       settings.connections,
     );
     const saturated = decisionsIn(cases);
+    if (cpu && saturated.decided > 0) {
+      const perCase = mapParts(cpu, (seconds) => (seconds * 1000) / saturated.decided);
+      notes.push(`${label}: CPU ms per case accepted and decided while saturated: ${partsText(perCase)}`);
+    }
     rows.push({
       name: submitted.name,
       figures: rateFigures({ ...submitted, perSecond: submitted.requestsPerSecond }, baseline),
