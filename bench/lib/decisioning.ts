@@ -1,8 +1,9 @@
 import type autocannon from "autocannon";
 import { startBareServer } from "./bare.js";
 import { type CaseSummary, casesOf, decisionsIn, drained, type Work, workPerCase } from "./cases.js";
-import { cpuBetween, readCpu } from "./cpu.js";
+import { cpuBetween, mapParts, partsText, readCpu } from "./cpu.js";
 import { type LoadResult, paced } from "./load.js";
+import { setting } from "./settings.js";
 import { round } from "./stats.js";
 import type { BenchContext, BenchServer, Figure } from "./types.js";
 
@@ -25,11 +26,7 @@ function bodyOptions(body: Body): { body?: string; autocannon?: Partial<autocann
  * (docs/benchmarks.md, 2 December 2026), which a service that has run for a minute never pays.
  */
 function saturationWarmup(ctx: BenchContext): number {
-  const raw = process.env.BENCH_SATURATE_WARMUP;
-  const value = raw === undefined || raw === "" ? 10 : Number(raw);
-  if (!Number.isFinite(value) || value < 0)
-    throw new Error(`BENCH_SATURATE_WARMUP must be a non-negative number, got "${raw}"`);
-  return Math.max(value, ctx.settings.warmupSeconds);
+  return Math.max(setting("BENCH_SATURATE_WARMUP", 10), ctx.settings.warmupSeconds);
 }
 
 /** The bare INSERT server on a fresh database of this kind, under `POST /cases` load: the baseline. */
@@ -109,6 +106,13 @@ export async function saturate(
   const cpuAfter = readCpu(pids);
   const cpu = cpuBefore && cpuAfter ? cpuBetween(cpuBefore, cpuAfter) : undefined;
   return { submitted, cases: await casesOf(server, submissions.tenantId, from, to), cpu };
+}
+
+/** The note of `saturate`'s CPU per decided case, none without a reading or a decision. */
+export function cpuNotes(label: string, cpu: Record<string, number> | undefined, decided: number): string[] {
+  if (!cpu || decided === 0) return [];
+  const perCase = mapParts(cpu, (seconds) => (seconds * 1000) / decided);
+  return [`${label}: CPU ms per case accepted and decided while saturated: ${partsText(perCase)}`];
 }
 
 /**

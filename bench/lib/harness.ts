@@ -6,19 +6,10 @@ import { loadTargets } from "./load.js";
 import { describeMachine } from "./machine.js";
 import { formatTable } from "./report.js";
 import { startServer } from "./server.js";
+import { setting } from "./settings.js";
 import type { BenchContext, BenchServer, BenchSettings, Scenario, ScenarioResult } from "./types.js";
 
 const RESULTS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../results");
-
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) {
-    throw new Error(`${name} must be a non-negative number, got "${raw}"`);
-  }
-  return value;
-}
 
 /** The settings of this run, from BENCH_DURATION, BENCH_REPEATS, BENCH_WARMUP and BENCH_CONNECTIONS. */
 export function settingsFromEnv(): BenchSettings {

@@ -1,7 +1,7 @@
 import { decisionsIn, submission, workNotes } from "../lib/cases.js";
-import { mapParts, partsText } from "../lib/cpu.js";
 import {
   bareBaseline,
+  cpuNotes,
   halfTheMaximum,
   rateFigures,
   saturate,
@@ -53,12 +53,7 @@ const scenario: Scenario = {
         connections,
       );
       const saturated = decisionsIn(cases);
-      if (cpu && saturated.decided > 0) {
-        const perCase = mapParts(cpu, (seconds) => (seconds * 1000) / saturated.decided);
-        notes.push(
-          `${database}: CPU ms per case accepted and decided while saturated: ${partsText(perCase)}`,
-        );
-      }
+      notes.push(...cpuNotes(database, cpu, saturated.decided));
       rows.push({
         name: submitted.name,
         figures: rateFigures({ ...submitted, perSecond: submitted.requestsPerSecond }, baseline),

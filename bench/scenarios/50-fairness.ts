@@ -6,6 +6,7 @@ import { coresBetween, medianParts, partsText, readCpu } from "../lib/cpu.js";
 import { runIfMain } from "../lib/harness.js";
 import { paced } from "../lib/load.js";
 import type { Partner } from "../lib/provision.js";
+import { setting } from "../lib/settings.js";
 import { median, round } from "../lib/stats.js";
 import type { BenchServer, Scenario } from "../lib/types.js";
 import { threeNodeRules } from "../lib/workflows.js";
@@ -309,7 +310,7 @@ const scenario: Scenario = {
 
     // Every tenant at its rate until the JIT has compiled their paths: with 3 s, the first
     // rounds alone read the fresh service's compiling (docs/benchmarks.md, 2 December 2026).
-    const warmup = Math.max(ctx.settings.warmupSeconds, Number(process.env.BENCH_FAIRNESS_WARMUP ?? 20));
+    const warmup = Math.max(ctx.settings.warmupSeconds, setting("BENCH_FAIRNESS_WARMUP", 20));
     ctx.log(`warming up (${warmup} s)`);
     await runOnce("hostile", warmup);
     const alone: Run[] = [];

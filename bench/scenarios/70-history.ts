@@ -1,7 +1,7 @@
 import { type CaseSummary, decisionsIn, drained, workNotes } from "../lib/cases.js";
-import { mapParts, partsText } from "../lib/cpu.js";
 import {
   bareBaseline,
+  cpuNotes,
   halfTheMaximum,
   rateFigures,
   saturate,
@@ -21,6 +21,7 @@ import {
   transactionSubject,
 } from "../lib/history.js";
 import { seedList } from "../lib/lists.js";
+import { setting } from "../lib/settings.js";
 import { median, round } from "../lib/stats.js";
 import type { BenchContext, ResultRow, Scenario } from "../lib/types.js";
 
@@ -31,15 +32,6 @@ import type { BenchContext, ResultRow, Scenario } from "../lib/types.js";
  */
 
 type Database = "postgres" | "pglite";
-
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0)
-    throw new Error(`${name} must be a non-negative number, got "${raw}"`);
-  return value;
-}
 
 /** The history seeded on each database (BENCH_HISTORY_*, see bench/README.md). */
 function shapeOf(database: Database): HistoryShape {
@@ -143,10 +135,7 @@ async function measure(
       settings.connections,
     );
     const saturated = decisionsIn(cases);
-    if (cpu && saturated.decided > 0) {
-      const perCase = mapParts(cpu, (seconds) => (seconds * 1000) / saturated.decided);
-      notes.push(`${label}: CPU ms per case accepted and decided while saturated: ${partsText(perCase)}`);
-    }
+    notes.push(...cpuNotes(label, cpu, saturated.decided));
     rows.push({
       name: submitted.name,
       figures: rateFigures({ ...submitted, perSecond: submitted.requestsPerSecond }, baseline),
