@@ -415,16 +415,18 @@ describe("the aggregate node", () => {
       expect(fromWindow).toBe(fromStatement);
     }
     // New cases through the service: the window reads those accepted since it last read, of a
-    // case time now and of one two days back (read from the index of late links).
+    // case time now, and of one half a minute and one two days back (read from the index of late
+    // links, past ten seconds).
     for (const [iban, time] of [
       ["DE89370400440532013000", Date.now() - T],
       ["FR1420041010050500013M02606", Date.now() - T],
+      ["IT60X0542811101000000123456", Date.now() - T - 30_000],
       ["NL91ABNA0417164300", Date.now() - T - 2 * 86_400_000],
     ] as const) {
       await submit(partner, { customer: "hot-1", amount: 5, time, iban });
     }
     const later = await both(Date.now(), Date.now());
-    expect(later.fromStatement).toBe(distinct + 3);
+    expect(later.fromStatement).toBe(distinct + 4);
     expect(later.fromWindow).toBe(later.fromStatement);
     if (process.env.DATABASE_URL) {
       // A link whose transaction began before a read and commits after it, accepted as long
@@ -455,13 +457,13 @@ describe("the aggregate node", () => {
         }
         const during = await both(Date.now(), Date.now());
         expect(during.fromWindow).toBe(during.fromStatement);
-        expect(during.fromStatement).toBe(distinct + 3);
+        expect(during.fromStatement).toBe(distinct + 4);
         await other.query("COMMIT");
       } finally {
         await other.end();
       }
       const after = await both(Date.now(), Date.now());
-      expect(after.fromStatement).toBe(distinct + 4);
+      expect(after.fromStatement).toBe(distinct + 5);
       expect(after.fromWindow).toBe(after.fromStatement);
     }
     // A window reaching back before what is kept, and a shorter one.

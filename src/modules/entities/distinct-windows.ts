@@ -375,8 +375,8 @@ class Kept {
   }
 }
 
-/** Links whose case time lies more than this before their acceptance are read by acceptance (migration 0029). */
-const LATE_CASE = "interval '1 minute'";
+/** Links whose case time lies more than this before their acceptance are read by acceptance (migrations 0029 and 0032). */
+const LATE_CASE = "interval '10 seconds'";
 /** How far before the latest window's start a key's links are kept. */
 const BEHIND_MS = 86_400_000;
 /** How long a key whose window could not be read within the budget is left to the statement. */
@@ -438,7 +438,7 @@ const LINK_JSON = `json_build_array(l.case_id,
  * parameters a window (its key, what it keeps, its peers' type, its last read's horizon), and for
  * each, those of recent case times from the key's index range and the late ones (a case time well
  * before the acceptance) from the index of late links. Both are short: the key's links of the
- * minute before the horizon and since.
+ * ten seconds before the horizon and since.
  */
 const READ_NEW = `SELECT (SELECT json_agg(${LINK_JSON})
         FROM (SELECT * FROM case_entities l
