@@ -157,6 +157,8 @@ export interface Work {
   fpiBytes: number;
   /** The same by relation, per case, largest first (at most eight). */
   fpiByRelation: Array<{ relation: string; bytes: number }>;
+  /** The records' bytes other than their images, by relation, per case, largest first (at most ten). */
+  recordsByRelation: Array<{ relation: string; bytes: number }>;
   /** All WAL the server wrote meanwhile, other databases included. */
   serverWalBytes: number;
   /** False when the WAL was recycled before it could be read: `walBytes` is then the server's. */
@@ -219,16 +221,27 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
         LEFT JOIN pg_class c ON c.relfilenode = substring(r.block_ref FROM 'rel [0-9]+/[0-9]+/([0-9]+)')::oid
         WHERE r.fpi_length > 0
         GROUP BY 1 ORDER BY 2 DESC LIMIT 8`.execute(db.root);
+      // And what the records other than their images were of: the rows and index entries written.
+      const { rows: records } = await sql<{ relation: string | null; bytes: string }>`
+        SELECT c.relname AS relation, sum(r.record_length - r.fpi_length) AS bytes
+        FROM pg_get_wal_records_info(${before.wal}::pg_lsn, ${after.wal}::pg_lsn) r
+        JOIN pg_database d ON d.datname = current_database()
+          AND r.block_ref LIKE '%rel %/' || d.oid::text || '/%'
+        LEFT JOIN pg_class c ON c.relfilenode = substring(r.block_ref FROM 'rel [0-9]+/[0-9]+/([0-9]+)')::oid
+        GROUP BY 1 ORDER BY 2 DESC LIMIT 10`.execute(db.root);
+      const byRelation = (list: Array<{ relation: string | null; bytes: string }>) =>
+        list.map((i) => ({ relation: i.relation ?? "(other)", bytes: Number(i.bytes) }));
       return {
         server,
         mine: Number(rows[0]?.mine ?? 0),
         fpi: Number(rows[0]?.fpi ?? 0),
-        images: images.map((i) => ({ relation: i.relation ?? "(other)", bytes: Number(i.bytes) })),
+        images: byRelation(images),
+        records: byRelation(records),
         inspected: true,
       };
     } catch {
       // A busy server may have recycled the WAL already: only the server-wide figure is left.
-      return { server, mine: server, fpi: 0, images: [], inspected: false };
+      return { server, mine: server, fpi: 0, images: [], records: [], inspected: false };
     }
   });
   let rows = 0;
@@ -254,6 +267,7 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
     walBytes: wal.mine / decided,
     fpiBytes: wal.fpi / decided,
     fpiByRelation: wal.images.map((i) => ({ relation: i.relation, bytes: i.bytes / decided })),
+    recordsByRelation: wal.records.map((i) => ({ relation: i.relation, bytes: i.bytes / decided })),
     serverWalBytes: wal.server / decided,
     walInspected: wal.inspected,
     checkpointsDuring: after.checkpoints - before.checkpoints,
@@ -319,6 +333,11 @@ export function workNotes(work: Work): string[] {
         `${work.checkpointsDuring} checkpoints while the cases ran, the last before them ${round(work.checkpointAgeSeconds)} s before` +
         (work.fpiByRelation.length > 0
           ? `; full-page images per case by relation: ${work.fpiByRelation
+              .map((i) => `${i.relation} ${round(i.bytes / 1024)} KB`)
+              .join(", ")}`
+          : "") +
+        (work.recordsByRelation.length > 0
+          ? `; records other than images per case by relation: ${work.recordsByRelation
               .map((i) => `${i.relation} ${round(i.bytes / 1024)} KB`)
               .join(", ")}`
           : "")
