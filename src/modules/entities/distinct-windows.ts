@@ -2,6 +2,7 @@ import { CompiledQuery } from "kysely";
 import type { Executor } from "../../platform/db/index.js";
 import { historyWindowReads } from "../../platform/metrics.js";
 import { ACCEPTED_LAG_SECONDS } from "../cases/index.js";
+import { AmountTotal, asNumeric, throughNumeric } from "./amounts.js";
 import {
   type AggregateFunction,
   entityIdsByType,
@@ -122,14 +123,8 @@ interface Link {
   caseType: string;
   currency: string | null;
   amount: number | null;
-}
-
-/**
- * A figure as the statement gives it: its value goes through `numeric`, which keeps 15
- * significant digits of a double precision.
- */
-function asStatement(value: number): number {
-  return Number(value.toPrecision(15));
+  /** The amount as the statement's `amount::numeric` holds it. */
+  numeric: { units: bigint; scale: number } | null;
 }
 
 /** The order of a key's index range, read backwards: by time, then by case id. */
@@ -160,10 +155,90 @@ function placeOf(links: readonly Link[], link: Link): number {
 }
 
 /**
+ * A window `(a, b]` over a key's links sorted by time: `byTime[iLo, iHi)`. It slides by the links
+ * between where it was and where it goes, each given to `change` with 1 as it enters and -1 as it
+ * leaves, never by the whole window.
+ */
+class Slide {
+  iLo = 0;
+  iHi = 0;
+
+  constructor(
+    public a: number,
+    public b: number,
+  ) {}
+
+  /** Moves the window to `(a, b]` over `links`. */
+  move(links: readonly Link[], a: number, b: number, change: (link: Link, sign: 1 | -1) => void): void {
+    const lo = after(links, "time", a);
+    const hi = after(links, "time", b);
+    const step = (i: number) => {
+      const was = i >= this.iLo && i < this.iHi;
+      const is = i >= lo && i < hi;
+      if (was && !is) change(links[i] as Link, -1);
+      else if (is && !was) change(links[i] as Link, 1);
+    };
+    const [s1, e1] = [Math.min(this.iLo, lo), Math.max(this.iLo, lo)];
+    const [s2, e2] = [Math.min(this.iHi, hi), Math.max(this.iHi, hi)];
+    if (e1 >= s2) {
+      for (let i = s1; i < Math.max(e1, e2); i++) step(i);
+    } else {
+      for (let i = s1; i < e1; i++) step(i);
+      for (let i = s2; i < e2; i++) step(i);
+    }
+    this.a = a;
+    this.b = b;
+    this.iLo = lo;
+    this.iHi = hi;
+  }
+
+  /** A link just put in its place in the sorted links: the window's indexes and, if in it, `change`. */
+  inserted(link: Link, change: (link: Link, sign: 1 | -1) => void): void {
+    if (link.time <= this.a) {
+      this.iLo++;
+      this.iHi++;
+    } else if (link.time <= this.b) {
+      change(link, 1);
+      this.iHi++;
+    }
+  }
+
+  /** The first `k` links, at or before `lo`, are gone: first out of the window, then from the indexes. */
+  trimmed(links: readonly Link[], lo: number, k: number, change: (link: Link, sign: 1 | -1) => void): void {
+    this.move(links, Math.max(this.a, lo), Math.max(this.b, lo), change);
+    this.iLo -= k;
+    this.iHi -= k;
+  }
+}
+
+/**
+ * The counts of a window's links by case type, and their amounts' totals by case type and
+ * currency; `*` stands for every case type.
+ */
+class Totals {
+  readonly counts = new Map<string, number>();
+  readonly amounts = new Map<string, AmountTotal>();
+
+  change(link: Link, sign: 1 | -1): void {
+    for (const type of [link.caseType, "*"]) {
+      this.counts.set(type, (this.counts.get(type) ?? 0) + sign);
+      if (link.amount === null || link.currency === null) continue;
+      const key = `${type}\u0000${link.currency}`;
+      let total = this.amounts.get(key);
+      if (!total) {
+        total = new AmountTotal();
+        this.amounts.set(key, total);
+      }
+      total.add(link.numeric as { units: bigint; scale: number }, sign);
+    }
+  }
+}
+
+/**
  * A key's links with their peers of one type, kept in memory: every link with a time after `lo`
- * that the last read could see. The counts
- * of the peers of the links in one window, `(a, b]`, are kept as the window slides: a case's
- * figure moves it by the cases between it and the last one, not by the whole window.
+ * that the last read could see. The counts of the peers of the links in one window, and the
+ * counts and amounts of the links of each window length asked, are kept as their windows slide:
+ * a case's figure moves them by the cases between it and the last one, not by the whole window.
  */
 class Kept {
   /** Links accepted at or after this (the database's clock) may not be here yet. */
@@ -172,13 +247,12 @@ class Kept {
   readonly byId = new Map<string, Link>();
   byTime: Link[] = [];
   byAccepted: Link[] = [];
-  /** The window counted: `byTime[iLo, iHi)`, the links with a time in `(a, b]`. */
-  a: number;
-  b: number;
-  iLo = 0;
-  iHi = 0;
+  /** The window whose peers are counted. */
+  window: Slide;
   readonly counts = new Map<string, number>();
   distinct = 0;
+  /** The windows of counts and amounts, by their length, with their totals. */
+  readonly totals = new Map<number, { slide: Slide; totals: Totals }>();
 
   /** Links with no peers kept: while there are none, no window holds one. */
   wide = 0;
@@ -191,14 +265,18 @@ class Kept {
     public lo: number,
     since: number,
   ) {
-    this.a = lo;
-    this.b = lo;
+    this.window = new Slide(lo, lo);
     this.since = since;
   }
 
   get size(): number {
     return this.byTime.length;
   }
+
+  readonly #peers = (link: Link, sign: 1 | -1): void => {
+    if (sign === 1) this.add(link);
+    else this.remove(link);
+  };
 
   add(link: Link): void {
     for (const p of link.peers) {
@@ -224,18 +302,14 @@ class Kept {
     if (link.wide) this.wide++;
     this.byTime.splice(placeOf(this.byTime, link), 0, link);
     this.byAccepted.splice(after(this.byAccepted, "accepted", link.accepted), 0, link);
-    if (link.time <= this.a) {
-      this.iLo++;
-      this.iHi++;
-    } else if (link.time <= this.b) {
-      this.add(link);
-      this.iHi++;
-    }
+    this.window.inserted(link, this.#peers);
+    for (const { slide, totals } of this.totals.values())
+      slide.inserted(link, (l, sign) => totals.change(l, sign));
     return true;
   }
 
   /**
-   * Many links at once (a first read, or a long absence): added, sorted once, and the window
+   * Many links at once (a first read, or a long absence): added, sorted once, and the windows
    * counted again from nothing, instead of one sorted insertion each.
    */
   load(links: readonly Link[]): number {
@@ -252,51 +326,17 @@ class Kept {
     this.byAccepted.sort((x, y) => x.accepted - y.accepted);
     this.counts.clear();
     this.distinct = 0;
-    this.a = this.lo;
-    this.b = this.lo;
-    this.iLo = 0;
-    this.iHi = 0;
+    this.window = new Slide(this.lo, this.lo);
+    this.totals.clear();
     return added;
   }
 
-  /** Moves the counted window to `(a, b]`. */
-  slide(a: number, b: number): void {
-    const lo = after(this.byTime, "time", a);
-    const hi = after(this.byTime, "time", b);
-    const change = (i: number) => {
-      const was = i >= this.iLo && i < this.iHi;
-      const is = i >= lo && i < hi;
-      if (was && !is) this.remove(this.byTime[i] as Link);
-      else if (is && !was) this.add(this.byTime[i] as Link);
-    };
-    const [s1, e1] = [Math.min(this.iLo, lo), Math.max(this.iLo, lo)];
-    const [s2, e2] = [Math.min(this.iHi, hi), Math.max(this.iHi, hi)];
-    if (e1 >= s2) {
-      for (let i = s1; i < Math.max(e1, e2); i++) change(i);
-    } else {
-      for (let i = s1; i < e1; i++) change(i);
-      for (let i = s2; i < e2; i++) change(i);
-    }
-    this.a = a;
-    this.b = b;
-    this.iLo = lo;
-    this.iHi = hi;
-  }
-
   /**
-   * The distinct peers of the links a figure counts in the window `(a, b]`: those accepted before
-   * `before` (a case counts only cases accepted before it), other than `caseId`. Undefined when
-   * one of them has no peers.
+   * The links a figure over `(a, b]` does not count although they are in it: those accepted at or
+   * after `before` (a case counts only cases accepted before it), and the case's own.
    */
-  count(a: number, b: number, before: number, caseId: string): number | undefined {
-    this.slide(a, b);
+  #excluded(a: number, b: number, before: number, caseId: string): Link[] {
     const inWindow = (l: Link) => l.time > a && l.time <= b;
-    if (this.wide > 0) {
-      for (let i = this.iLo; i < this.iHi; i++) {
-        const link = this.byTime[i] as Link;
-        if (link.wide && link.accepted < before && link.id !== caseId) return undefined;
-      }
-    }
     const out: Link[] = [];
     for (let i = this.byAccepted.length - 1; i >= 0; i--) {
       const link = this.byAccepted[i] as Link;
@@ -305,6 +345,22 @@ class Kept {
     }
     const own = this.byId.get(caseId);
     if (own && own.accepted < before && inWindow(own)) out.push(own);
+    return out;
+  }
+
+  /**
+   * The distinct peers of the links a figure counts in the window `(a, b]`: those accepted before
+   * `before`, other than `caseId`. Undefined when one of them has no peers.
+   */
+  count(a: number, b: number, before: number, caseId: string): number | undefined {
+    this.window.move(this.byTime, a, b, this.#peers);
+    if (this.wide > 0) {
+      for (let i = this.window.iLo; i < this.window.iHi; i++) {
+        const link = this.byTime[i] as Link;
+        if (link.wide && link.accepted < before && link.id !== caseId) return undefined;
+      }
+    }
+    const out = this.#excluded(a, b, before, caseId);
     for (const link of out) this.remove(link);
     const distinct = this.distinct;
     for (const link of out) this.add(link);
@@ -313,9 +369,11 @@ class Kept {
 
   /**
    * A count, or a sum, average, least or greatest amount, over the links of `(a, b]` accepted
-   * before `before`, other than `caseId`, of `caseType` and in `currency` where given: as the
-   * statement computes it, the amounts added from the latest case back, in its index's order,
-   * and rounded as it rounds them.
+   * before `before`, other than `caseId`, of `caseType` and in `currency` where given, as the
+   * statement computes it: a sum exact in decimal over the amounts as `numeric` holds them, an
+   * average that sum as a double over the count, each rounded as the statement's cast to `numeric`
+   * rounds a double. Counts, sums and averages come from totals kept as each window length's
+   * window slides; the bounds from the window's links.
    */
   aggregate(
     fn: AggregateFunction,
@@ -323,35 +381,35 @@ class Kept {
     b: number,
     ask: { before: number; caseId: string; caseType: string | null; currency: string | null },
   ): number | null {
-    const lo = after(this.byTime, "time", a);
-    const amounts = fn !== "count";
-    let n = 0;
-    let sum: number | null = null;
-    let min: number | null = null;
-    let max: number | null = null;
-    for (let i = after(this.byTime, "time", b) - 1; i >= lo; i--) {
-      const link = this.byTime[i] as Link;
-      if (link.accepted >= ask.before || link.id === ask.caseId) continue;
-      if (ask.caseType !== null && link.caseType !== ask.caseType) continue;
-      if (amounts) {
-        if (link.amount === null || link.currency !== ask.currency) continue;
-        sum = sum === null ? link.amount : sum + link.amount;
-        if (min === null || link.amount < min) min = link.amount;
-        if (max === null || link.amount > max) max = link.amount;
+    const type = ask.caseType ?? "*";
+    const counted = (link: Link) => ask.caseType === null || link.caseType === ask.caseType;
+    const summed = (link: Link) => counted(link) && link.amount !== null && link.currency === ask.currency;
+    if (fn === "min" || fn === "max") {
+      let bound: number | null = null;
+      for (let i = after(this.byTime, "time", b) - 1, lo = after(this.byTime, "time", a); i >= lo; i--) {
+        const link = this.byTime[i] as Link;
+        if (link.accepted >= ask.before || link.id === ask.caseId || !summed(link)) continue;
+        const amount = link.amount as number;
+        if (bound === null || (fn === "min" ? amount < bound : amount > bound)) bound = amount;
       }
-      n++;
+      return bound === null ? null : throughNumeric(bound);
     }
+    let kept = this.totals.get(b - a);
+    if (!kept) {
+      kept = { slide: new Slide(this.lo, this.lo), totals: new Totals() };
+      this.totals.set(b - a, kept);
+    }
+    const { slide, totals } = kept;
+    slide.move(this.byTime, a, b, (link, sign) => totals.change(link, sign));
+    const out = this.#excluded(a, b, ask.before, ask.caseId);
+    if (fn === "count") return (totals.counts.get(type) ?? 0) - out.filter(counted).length;
+    const total = totals.amounts.get(`${type}\u0000${ask.currency}`)?.copy() ?? new AmountTotal();
+    for (const link of out) if (summed(link)) total.add(link.numeric as { units: bigint; scale: number }, -1);
     switch (fn) {
-      case "count":
-        return n;
       case "sum":
-        return asStatement(sum ?? 0);
+        return total.n === 0 ? 0 : total.sum();
       case "avg":
-        return sum === null ? null : asStatement(sum / n);
-      case "min":
-        return min === null ? null : asStatement(min);
-      case "max":
-        return max === null ? null : asStatement(max);
+        return total.n === 0 ? null : throughNumeric(total.sum() / total.n);
       default:
         throw new Error(`a kept window does not compute ${fn} this way`);
     }
@@ -360,16 +418,16 @@ class Kept {
   /** Forgets the links at or before `lo`, which no window from `a` on reaches. */
   trim(lo: number): number {
     if (lo <= this.lo) return 0;
-    this.slide(Math.max(this.a, lo), Math.max(this.b, lo));
     const k = after(this.byTime, "time", lo);
+    this.window.trimmed(this.byTime, lo, k, this.#peers);
+    for (const { slide, totals } of this.totals.values())
+      slide.trimmed(this.byTime, lo, k, (link, sign) => totals.change(link, sign));
     const gone = this.byTime.splice(0, k);
     for (const link of gone) {
       this.byId.delete(link.id);
       if (link.wide) this.wide--;
     }
     this.byAccepted = this.byAccepted.filter((l) => l.time > lo);
-    this.iLo -= k;
-    this.iHi -= k;
     this.lo = lo;
     return k;
   }
@@ -694,6 +752,7 @@ export class DistinctWindows {
       caseType,
       currency,
       amount: amount === null ? null : Number(amount),
+      numeric: amount === null ? null : asNumeric(Number(amount)),
     }));
     if (links.length > BULK) this.#links += kept.load(links);
     else for (const link of links) if (kept.insert(link)) this.#links++;

@@ -51,8 +51,10 @@ const AMOUNT_FUNCTIONS = new Set<AggregateFunction>(["sum", "avg", "min", "max"]
 /** How each function reads the cases' rows (`c.amount` is the case's amount). */
 const AGGREGATE_SQL: Record<Exclude<AggregateFunction, "countDistinct">, string> = {
   count: "count(*)",
-  sum: "sum(c.amount)",
-  avg: "avg(c.amount)",
+  // Exact in decimal, over the amounts as `numeric` holds them, so that a kept window can take an
+  // amount out of its sum again (decision 0021, "Sums kept as their windows slide").
+  sum: "sum(c.amount::numeric)",
+  avg: "sum(c.amount::numeric)::float8 / nullif(count(c.amount), 0)",
   min: "min(c.amount)",
   max: "max(c.amount)",
 };
