@@ -24,6 +24,19 @@ const view = new DataView(new ArrayBuffer(8));
  */
 export function asNumeric(x: number): { units: bigint; scale: number } {
   if (x === 0 || !Number.isFinite(x)) return { units: 0n, scale: 0 };
+  // A double whose shortest text has at most 15 significant digits (an amount in cents) is that
+  // text: the exact value lies within half a unit of the double's last place of it, nearer than
+  // any other 15-digit decimal.
+  const short = SHORT.exec(String(x));
+  if (short) {
+    const [, sign, whole, fraction = "", exponent = "0"] = short;
+    const digits = `${whole}${fraction}`.replace(/^0+/, "");
+    if (digits.length <= DIGITS) {
+      const scale = fraction.length - Number(exponent);
+      const units = BigInt(digits || "0") * (scale < 0 ? tenTo(-scale) : 1n);
+      return trimmed(sign === "-" ? -units : units, Math.max(scale, 0));
+    }
+  }
   view.setFloat64(0, Math.abs(x));
   const hi = view.getUint32(0);
   const biased = (hi >>> 20) & 0x7ff;
@@ -51,12 +64,21 @@ export function asNumeric(x: number): { units: bigint; scale: number } {
     digits *= tenTo(-scale);
     scale = 0;
   }
-  // Trailing zeros carry nothing; fewer of them keep the sums' scale small.
-  while (scale > 0 && digits % 10n === 0n) {
-    digits /= 10n;
-    scale--;
+  return trimmed(x < 0 ? -digits : digits, scale);
+}
+
+/** A double's text: sign, whole digits, fraction digits, exponent. */
+const SHORT = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/;
+
+/** Without trailing zeros after the point, which carry nothing and would widen the sums' scale. */
+function trimmed(units: bigint, scale: number): { units: bigint; scale: number } {
+  let u = units;
+  let s = scale;
+  while (s > 0 && u % 10n === 0n) {
+    u /= 10n;
+    s--;
   }
-  return { units: x < 0 ? -digits : digits, scale };
+  return { units: u, scale: s };
 }
 
 /** A count of amounts and their exact sum, `units × 10^-scale`, which amounts enter and leave. */

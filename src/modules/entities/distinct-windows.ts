@@ -123,8 +123,8 @@ interface Link {
   caseType: string;
   currency: string | null;
   amount: number | null;
-  /** The amount as the statement's `amount::numeric` holds it. */
-  numeric: { units: bigint; scale: number } | null;
+  /** The amount as the statement's `amount::numeric` holds it, once a window's totals need it. */
+  numeric?: { units: bigint; scale: number };
 }
 
 /** The order of a key's index range, read backwards: by time, then by case id. */
@@ -229,7 +229,8 @@ class Totals {
         total = new AmountTotal();
         this.amounts.set(key, total);
       }
-      total.add(link.numeric as { units: bigint; scale: number }, sign);
+      link.numeric ??= asNumeric(link.amount);
+      total.add(link.numeric, sign);
     }
   }
 }
@@ -404,7 +405,8 @@ class Kept {
     const out = this.#excluded(a, b, ask.before, ask.caseId);
     if (fn === "count") return (totals.counts.get(type) ?? 0) - out.filter(counted).length;
     const total = totals.amounts.get(`${type}\u0000${ask.currency}`)?.copy() ?? new AmountTotal();
-    for (const link of out) if (summed(link)) total.add(link.numeric as { units: bigint; scale: number }, -1);
+    for (const link of out)
+      if (summed(link)) total.add((link.numeric ??= asNumeric(link.amount as number)), -1);
     switch (fn) {
       case "sum":
         return total.n === 0 ? 0 : total.sum();
@@ -752,7 +754,6 @@ export class DistinctWindows {
       caseType,
       currency,
       amount: amount === null ? null : Number(amount),
-      numeric: amount === null ? null : asNumeric(Number(amount)),
     }));
     if (links.length > BULK) this.#links += kept.load(links);
     else for (const link of links) if (kept.insert(link)) this.#links++;
