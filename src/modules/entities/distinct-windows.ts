@@ -211,6 +211,12 @@ class Slide {
   }
 }
 
+/** A link's amount as `numeric` holds it, worked out once, when a window's totals first need it. */
+function numericOf(link: Link): { units: bigint; scale: number } {
+  if (link.numeric === undefined) link.numeric = asNumeric(link.amount ?? 0);
+  return link.numeric;
+}
+
 /**
  * The counts of a window's links by case type, and their amounts' totals by case type and
  * currency; `*` stands for every case type.
@@ -229,8 +235,7 @@ class Totals {
         total = new AmountTotal();
         this.amounts.set(key, total);
       }
-      link.numeric ??= asNumeric(link.amount);
-      total.add(link.numeric, sign);
+      total.add(numericOf(link), sign);
     }
   }
 }
@@ -405,8 +410,7 @@ class Kept {
     const out = this.#excluded(a, b, ask.before, ask.caseId);
     if (fn === "count") return (totals.counts.get(type) ?? 0) - out.filter(counted).length;
     const total = totals.amounts.get(`${type}\u0000${ask.currency}`)?.copy() ?? new AmountTotal();
-    for (const link of out)
-      if (summed(link)) total.add((link.numeric ??= asNumeric(link.amount as number)), -1);
+    for (const link of out) if (summed(link)) total.add(numericOf(link), -1);
     switch (fn) {
       case "sum":
         return total.n === 0 ? 0 : total.sum();
