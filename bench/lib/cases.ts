@@ -212,31 +212,28 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
                  + coalesce((SELECT sum(record_length) FROM r WHERE resource_manager = 'Transaction'
                                                         AND xid IN (SELECT xid FROM xids)), 0) AS mine,
                (SELECT sum(fpi_length) FROM here) AS fpi`.execute(db.root);
-      // Which relations the full-page images were of (a record's first block names it).
-      const { rows: images } = await sql<{ relation: string | null; bytes: string }>`
-        SELECT c.relname AS relation, sum(r.fpi_length) AS bytes
+      // By relation (a record's first block names it): its full-page images, and the rest of its
+      // records (the rows and index entries written).
+      const { rows: relations } = await sql<{ relation: string | null; images: string; records: string }>`
+        SELECT c.relname AS relation, sum(r.fpi_length) AS images,
+               sum(r.record_length - r.fpi_length) AS records
         FROM pg_get_wal_records_info(${before.wal}::pg_lsn, ${after.wal}::pg_lsn) r
         JOIN pg_database d ON d.datname = current_database()
           AND r.block_ref LIKE '%rel %/' || d.oid::text || '/%'
         LEFT JOIN pg_class c ON c.relfilenode = substring(r.block_ref FROM 'rel [0-9]+/[0-9]+/([0-9]+)')::oid
-        WHERE r.fpi_length > 0
-        GROUP BY 1 ORDER BY 2 DESC LIMIT 8`.execute(db.root);
-      // And what the records other than their images were of: the rows and index entries written.
-      const { rows: records } = await sql<{ relation: string | null; bytes: string }>`
-        SELECT c.relname AS relation, sum(r.record_length - r.fpi_length) AS bytes
-        FROM pg_get_wal_records_info(${before.wal}::pg_lsn, ${after.wal}::pg_lsn) r
-        JOIN pg_database d ON d.datname = current_database()
-          AND r.block_ref LIKE '%rel %/' || d.oid::text || '/%'
-        LEFT JOIN pg_class c ON c.relfilenode = substring(r.block_ref FROM 'rel [0-9]+/[0-9]+/([0-9]+)')::oid
-        GROUP BY 1 ORDER BY 2 DESC LIMIT 10`.execute(db.root);
-      const byRelation = (list: Array<{ relation: string | null; bytes: string }>) =>
-        list.map((i) => ({ relation: i.relation ?? "(other)", bytes: Number(i.bytes) }));
+        GROUP BY 1`.execute(db.root);
+      const largest = (field: "images" | "records", count: number) =>
+        relations
+          .map((i) => ({ relation: i.relation ?? "(other)", bytes: Number(i[field]) }))
+          .filter((i) => i.bytes > 0)
+          .sort((x, y) => y.bytes - x.bytes)
+          .slice(0, count);
       return {
         server,
         mine: Number(rows[0]?.mine ?? 0),
         fpi: Number(rows[0]?.fpi ?? 0),
-        images: byRelation(images),
-        records: byRelation(records),
+        images: largest("images", 8),
+        records: largest("records", 10),
         inspected: true,
       };
     } catch {
@@ -322,6 +319,12 @@ export function timedNote(work: Work): string {
     : "";
 }
 
+/** `; <what> per case by relation: a 1.2 KB, b 0.3 KB`, or nothing when there is none. */
+function perRelation(what: string, list: Array<{ relation: string; bytes: number }>): string {
+  if (list.length === 0) return "";
+  return `; ${what} per case by relation: ${list.map((i) => `${i.relation} ${round(i.bytes / 1024)} KB`).join(", ")}`;
+}
+
 /** The notes that explain a `Work` figure: rows by table, and where the WAL was counted. */
 export function workNotes(work: Work): string[] {
   return [
@@ -331,16 +334,8 @@ export function workNotes(work: Work): string[] {
         `${round(work.fpiBytes / 1024)} KB full-page images; the server wrote ${round(work.serverWalBytes / 1024)} KB ` +
         `per case in all, other databases committing ${work.otherCommits} transactions meanwhile; ` +
         `${work.checkpointsDuring} checkpoints while the cases ran, the last before them ${round(work.checkpointAgeSeconds)} s before` +
-        (work.fpiByRelation.length > 0
-          ? `; full-page images per case by relation: ${work.fpiByRelation
-              .map((i) => `${i.relation} ${round(i.bytes / 1024)} KB`)
-              .join(", ")}`
-          : "") +
-        (work.recordsByRelation.length > 0
-          ? `; records other than images per case by relation: ${work.recordsByRelation
-              .map((i) => `${i.relation} ${round(i.bytes / 1024)} KB`)
-              .join(", ")}`
-          : "")
+        perRelation("full-page images", work.fpiByRelation) +
+        perRelation("records other than images", work.recordsByRelation)
       : `WAL per decided case: the server's ${round(work.serverWalBytes / 1024)} KB in all (its WAL was recycled ` +
         `before it could be read per database), other databases committing ${work.otherCommits} transactions meanwhile`,
     ...(work.statements.length > 0

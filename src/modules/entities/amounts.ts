@@ -33,7 +33,7 @@ export function asNumeric(x: number): { units: bigint; scale: number } {
     const digits = `${whole}${fraction}`.replace(/^0+/, "");
     if (digits.length <= DIGITS) {
       const scale = fraction.length - Number(exponent);
-      const units = BigInt(digits || "0") * (scale < 0 ? tenTo(-scale) : 1n);
+      const units = BigInt(digits) * (scale < 0 ? tenTo(-scale) : 1n);
       return trimmed(sign === "-" ? -units : units, Math.max(scale, 0));
     }
   }

@@ -154,6 +154,9 @@ function placeOf(links: readonly Link[], link: Link): number {
   return firstAfter(links, (l) => byTimeThenId(l, link) <= 0);
 }
 
+/** What a window does with a link that enters it (1) or leaves it (-1). */
+type Change = (link: Link, sign: 1 | -1) => void;
+
 /**
  * A window `(a, b]` over a key's links sorted by time: `byTime[iLo, iHi)`. It slides by the links
  * between where it was and where it goes, each given to `change` with 1 as it enters and -1 as it
@@ -166,10 +169,12 @@ class Slide {
   constructor(
     public a: number,
     public b: number,
+    readonly change: Change,
   ) {}
 
   /** Moves the window to `(a, b]` over `links`. */
-  move(links: readonly Link[], a: number, b: number, change: (link: Link, sign: 1 | -1) => void): void {
+  move(links: readonly Link[], a: number, b: number): void {
+    const change = this.change;
     const lo = after(links, "time", a);
     const hi = after(links, "time", b);
     const step = (i: number) => {
@@ -193,19 +198,19 @@ class Slide {
   }
 
   /** A link just put in its place in the sorted links: the window's indexes and, if in it, `change`. */
-  inserted(link: Link, change: (link: Link, sign: 1 | -1) => void): void {
+  inserted(link: Link): void {
     if (link.time <= this.a) {
       this.iLo++;
       this.iHi++;
     } else if (link.time <= this.b) {
-      change(link, 1);
+      this.change(link, 1);
       this.iHi++;
     }
   }
 
   /** The first `k` links, at or before `lo`, are gone: first out of the window, then from the indexes. */
-  trimmed(links: readonly Link[], lo: number, k: number, change: (link: Link, sign: 1 | -1) => void): void {
-    this.move(links, Math.max(this.a, lo), Math.max(this.b, lo), change);
+  trimmed(links: readonly Link[], lo: number, k: number): void {
+    this.move(links, Math.max(this.a, lo), Math.max(this.b, lo));
     this.iLo -= k;
     this.iHi -= k;
   }
@@ -225,7 +230,7 @@ class Totals {
   readonly counts = new Map<string, number>();
   readonly amounts = new Map<string, AmountTotal>();
 
-  change(link: Link, sign: 1 | -1): void {
+  readonly change: Change = (link, sign) => {
     for (const type of [link.caseType, "*"]) {
       this.counts.set(type, (this.counts.get(type) ?? 0) + sign);
       if (link.amount === null || link.currency === null) continue;
@@ -237,7 +242,7 @@ class Totals {
       }
       total.add(numericOf(link), sign);
     }
-  }
+  };
 }
 
 /**
@@ -259,6 +264,10 @@ class Kept {
   distinct = 0;
   /** The windows of counts and amounts, by their length, with their totals. */
   readonly totals = new Map<number, { slide: Slide; totals: Totals }>();
+  readonly #peers: Change = (link, sign) => {
+    if (sign === 1) this.add(link);
+    else this.remove(link);
+  };
 
   /** Links with no peers kept: while there are none, no window holds one. */
   wide = 0;
@@ -271,18 +280,13 @@ class Kept {
     public lo: number,
     since: number,
   ) {
-    this.window = new Slide(lo, lo);
+    this.window = new Slide(lo, lo, this.#peers);
     this.since = since;
   }
 
   get size(): number {
     return this.byTime.length;
   }
-
-  readonly #peers = (link: Link, sign: 1 | -1): void => {
-    if (sign === 1) this.add(link);
-    else this.remove(link);
-  };
 
   add(link: Link): void {
     for (const p of link.peers) {
@@ -308,9 +312,8 @@ class Kept {
     if (link.wide) this.wide++;
     this.byTime.splice(placeOf(this.byTime, link), 0, link);
     this.byAccepted.splice(after(this.byAccepted, "accepted", link.accepted), 0, link);
-    this.window.inserted(link, this.#peers);
-    for (const { slide, totals } of this.totals.values())
-      slide.inserted(link, (l, sign) => totals.change(l, sign));
+    this.window.inserted(link);
+    for (const { slide } of this.totals.values()) slide.inserted(link);
     return true;
   }
 
@@ -332,7 +335,7 @@ class Kept {
     this.byAccepted.sort((x, y) => x.accepted - y.accepted);
     this.counts.clear();
     this.distinct = 0;
-    this.window = new Slide(this.lo, this.lo);
+    this.window = new Slide(this.lo, this.lo, this.#peers);
     this.totals.clear();
     return added;
   }
@@ -359,7 +362,7 @@ class Kept {
    * `before`, other than `caseId`. Undefined when one of them has no peers.
    */
   count(a: number, b: number, before: number, caseId: string): number | undefined {
-    this.window.move(this.byTime, a, b, this.#peers);
+    this.window.move(this.byTime, a, b);
     if (this.wide > 0) {
       for (let i = this.window.iLo; i < this.window.iHi; i++) {
         const link = this.byTime[i] as Link;
@@ -402,11 +405,12 @@ class Kept {
     }
     let kept = this.totals.get(b - a);
     if (!kept) {
-      kept = { slide: new Slide(this.lo, this.lo), totals: new Totals() };
+      const totals = new Totals();
+      kept = { slide: new Slide(this.lo, this.lo, totals.change), totals };
       this.totals.set(b - a, kept);
     }
     const { slide, totals } = kept;
-    slide.move(this.byTime, a, b, (link, sign) => totals.change(link, sign));
+    slide.move(this.byTime, a, b);
     const out = this.#excluded(a, b, ask.before, ask.caseId);
     if (fn === "count") return (totals.counts.get(type) ?? 0) - out.filter(counted).length;
     const total = totals.amounts.get(`${type}\u0000${ask.currency}`)?.copy() ?? new AmountTotal();
@@ -425,9 +429,8 @@ class Kept {
   trim(lo: number): number {
     if (lo <= this.lo) return 0;
     const k = after(this.byTime, "time", lo);
-    this.window.trimmed(this.byTime, lo, k, this.#peers);
-    for (const { slide, totals } of this.totals.values())
-      slide.trimmed(this.byTime, lo, k, (link, sign) => totals.change(link, sign));
+    this.window.trimmed(this.byTime, lo, k);
+    for (const { slide } of this.totals.values()) slide.trimmed(this.byTime, lo, k);
     const gone = this.byTime.splice(0, k);
     for (const link of gone) {
       this.byId.delete(link.id);
