@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { entityKeysOf, normalizeValue } from "../src/modules/entities/index.js";
+import { entityKeysOf, getRelatedCases, normalizeValue } from "../src/modules/entities/index.js";
 import { ADMIN_TOKEN, createTestApp, type TestApp } from "./support/app.js";
 import { adminHeaders, createPartner, type Partner } from "./support/fixtures.js";
 import { amountScreen, createWorkflow } from "./support/workflows.js";
@@ -155,6 +155,39 @@ describe("entity resolution", () => {
       cursor = res.json().nextCursor;
     } while (cursor);
     expect(listed.sort()).toEqual([...ids].sort());
+  });
+
+  it("lists an entity's cases newest first across the weeks of a long history, and counts and relates them all", async () => {
+    // The links' index is by week first (migration 0033): every read by entity walks its weeks.
+    const partner = await partnerWithWorkflow();
+    const DAY = 86_400_000;
+    const now = Date.now();
+    const ago = [3 * 365, 400, 40, 9, 3, 0].map((days) => days * DAY);
+    const ids: string[] = [];
+    for (const [i, back] of ago.entries()) {
+      ids.push(
+        await submit(partner, payment("GB29NWBK60161331926819", `cust-w${i}`), {
+          eventTimestamp: new Date(now - back).toISOString(),
+        }),
+      );
+    }
+    const newestFirst = [...ids].reverse();
+    const [iban] = await find(partner.tenantId, "iban", "GB29NWBK60161331926819");
+    expect(iban?.caseCount).toBe(6);
+    const listed: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await admin(
+        `/admin/tenants/${partner.tenantId}/entities/${iban?.entityId}/cases?limit=2${cursor ? `&cursor=${cursor}` : ""}`,
+      );
+      expect(res.statusCode, res.body).toBe(200);
+      listed.push(...res.json().cases.map((c: { caseId: string }) => c.caseId));
+      cursor = res.json().nextCursor;
+    } while (cursor);
+    expect(listed).toEqual(newestFirst);
+    const related = await getRelatedCases(h.ctx, partner.tenantId, newestFirst[0] as string);
+    expect(related.map((r) => r.caseId)).toEqual(newestFirst.slice(1));
+    expect(related.every((r) => r.shares.type === "iban")).toBe(true);
   });
 
   it("shows the entities an entity shares cases with, most shared first", async () => {

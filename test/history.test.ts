@@ -171,6 +171,29 @@ describe("the aggregate node", () => {
     });
   });
 
+  it("reads a window over every week it spans, each case once, at the weeks' edges too", async () => {
+    // T is a Monday noon: its week began 12 hours before (weeks run from Monday 00:00 UTC, the
+    // links' index is by week first, migration 0033).
+    const DAY = 24 * HOUR;
+    const partner = await partnerWith({
+      n7: { function: "count", by: "customer", window: "P7D" },
+      n30: { function: "count", by: "customer", window: "P30D" },
+      s400: { function: "sum", field: "amount", by: "customer", window: "P400D" },
+      d30: { function: "countDistinct", distinct: "iban", by: "customer", window: "P30D" },
+    });
+    const pay = (amount: number, time: number, iban: string) =>
+      submit(partner, { customer: "weeks", amount, time, iban });
+    await pay(1, -12 * HOUR, "DE89370400440532013000"); // the first moment of T's week
+    await pay(2, -12 * HOUR - 1, "FR7630006000011234567890189"); // the last of the week before
+    await pay(4, -7 * DAY, "DE89370400440532013000"); // the seven days' start: out of them
+    await pay(8, -7 * DAY + 1, "NL91ABNA0417164300");
+    await pay(16, -29 * DAY, "BE68539007547034");
+    await pay(32, -399 * DAY, "IT60X0542811101000000123456");
+    await pay(64, -401 * DAY, "ES9121000418450200051332"); // before every window
+    const probe = await submit(partner, { customer: "weeks", amount: 0, time: 0 });
+    expect(await figuresOf(probe)).toEqual({ n7: 3, n30: 5, s400: 63, d30: 4 });
+  });
+
   it("answers 0 for count and sum, null for avg, min and max, over nothing", async () => {
     const partner = await partnerWith({
       n: { function: "count", by: "customer", window: "PT1H" },
