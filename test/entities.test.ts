@@ -69,6 +69,21 @@ async function find(tenantId: string, type: string, value: string) {
   return res.json().entities as Array<{ entityId: string; type: string; value: string; caseCount: number }>;
 }
 
+/** Every case of an entity, page by page of `limit` through the operator API, in the order listed. */
+async function casesOf(tenantId: string, entityId: string | undefined, limit: number): Promise<string[]> {
+  const listed: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const res = await admin(
+      `/admin/tenants/${tenantId}/entities/${entityId}/cases?limit=${limit}${cursor ? `&cursor=${cursor}` : ""}`,
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    listed.push(...res.json().cases.map((c: { caseId: string }) => c.caseId));
+    cursor = res.json().nextCursor;
+  } while (cursor);
+  return listed;
+}
+
 describe("normalisation", () => {
   it("trims every value, lower-cases e-mail, upper-cases IBANs without spaces, keeps + and digits of phones", () => {
     expect(normalizeValue("email", "  Ada.Lovelace@Example.COM ")).toBe("ada.lovelace@example.com");
@@ -144,16 +159,7 @@ describe("entity resolution", () => {
       .where("type", "=", "iban")
       .executeTakeFirstOrThrow();
     expect(Number(count.n)).toBe(1);
-    const listed: string[] = [];
-    let cursor: string | null = null;
-    do {
-      const res = await admin(
-        `/admin/tenants/${partner.tenantId}/entities/${iban?.entityId}/cases?limit=7${cursor ? `&cursor=${cursor}` : ""}`,
-      );
-      expect(res.statusCode, res.body).toBe(200);
-      listed.push(...res.json().cases.map((c: { caseId: string }) => c.caseId));
-      cursor = res.json().nextCursor;
-    } while (cursor);
+    const listed = await casesOf(partner.tenantId, iban?.entityId, 7);
     expect(listed.sort()).toEqual([...ids].sort());
   });
 
@@ -174,17 +180,7 @@ describe("entity resolution", () => {
     const newestFirst = [...ids].reverse();
     const [iban] = await find(partner.tenantId, "iban", "GB29NWBK60161331926819");
     expect(iban?.caseCount).toBe(6);
-    const listed: string[] = [];
-    let cursor: string | null = null;
-    do {
-      const res = await admin(
-        `/admin/tenants/${partner.tenantId}/entities/${iban?.entityId}/cases?limit=2${cursor ? `&cursor=${cursor}` : ""}`,
-      );
-      expect(res.statusCode, res.body).toBe(200);
-      listed.push(...res.json().cases.map((c: { caseId: string }) => c.caseId));
-      cursor = res.json().nextCursor;
-    } while (cursor);
-    expect(listed).toEqual(newestFirst);
+    expect(await casesOf(partner.tenantId, iban?.entityId, 2)).toEqual(newestFirst);
     const related = await getRelatedCases(h.ctx, partner.tenantId, newestFirst[0] as string);
     expect(related.map((r) => r.caseId)).toEqual(newestFirst.slice(1));
     expect(related.every((r) => r.shares.type === "iban")).toBe(true);
