@@ -171,9 +171,8 @@ describe("the aggregate node", () => {
     });
   });
 
-  it("reads a window over every week it spans, each case once, at the weeks' edges too", async () => {
-    // T is a Monday noon: its week began 12 hours before (weeks run from Monday 00:00 UTC, the
-    // links' index is by week first, migration 0033).
+  it("reads windows of a week to 400 days, each case once, at a week's and a window's edges too", async () => {
+    // T is a Monday noon: its week (from Monday 00:00 UTC) began 12 hours before.
     const DAY = 24 * HOUR;
     const partner = await partnerWith({
       n7: { function: "count", by: "customer", window: "P7D" },
