@@ -36,6 +36,7 @@ afterAll(async () => {
 });
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 /** Every case of these tests happens around this moment, whatever the clock says. */
 const T = Date.parse("2026-06-01T12:00:00.000Z");
 const at = (offsetMs: number) => new Date(T + offsetMs).toISOString();
@@ -173,7 +174,6 @@ describe("the aggregate node", () => {
 
   it("reads windows of a week to 400 days, each case once, at a week's and a window's edges too", async () => {
     // T is a Monday noon: its week (from Monday 00:00 UTC) began 12 hours before.
-    const DAY = 24 * HOUR;
     const partner = await partnerWith({
       n7: { function: "count", by: "customer", window: "P7D" },
       n30: { function: "count", by: "customer", window: "P30D" },
@@ -494,7 +494,6 @@ describe("the aggregate node", () => {
     const week = await both(Date.now(), Date.now(), 7 * 86_400_000);
     expect(week.fromWindow).toBe(week.fromStatement);
     // Windows sliding back and forth, of several lengths, ending anywhere in the last ten days.
-    const DAY = 86_400_000;
     let seedValue = 17;
     const random = () => {
       seedValue = (seedValue * 1_103_515_245 + 12_345) % 2_147_483_648;
