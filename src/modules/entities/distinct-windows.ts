@@ -10,6 +10,7 @@ import {
   type HistoryCase,
   peerBounds,
 } from "./history.js";
+import { inWeeks, LATEST_CASE_TIME, weeksBetween } from "./weeks.js";
 
 // A `countDistinct` over a key with a long history, answered from the key's links kept in this
 // process instead of made distinct by the database at every case (decision 0021, "countDistinct
@@ -509,13 +510,14 @@ const LINK_JSON = `json_build_array(l.case_id,
  */
 const READ_NEW = `SELECT (SELECT json_agg(${LINK_JSON})
         FROM (SELECT * FROM case_entities l
-              WHERE l.entity_id = k.entity_id AND l.case_time > k.lo
+              WHERE ${inWeeks("l", "k.weeks")} AND l.entity_id = k.entity_id AND l.case_time > k.lo
                 AND l.case_time > k.since - ${LATE_CASE} AND l.accepted_at >= k.since
               UNION ALL
               SELECT * FROM case_entities l
               WHERE l.entity_id = k.entity_id AND l.case_time > k.lo AND l.accepted_at >= k.since
                 AND l.accepted_at - l.case_time > ${LATE_CASE}) l) AS rows
-  FROM (SELECT u.*, ${peerBounds("u.distinct_type")}
+  FROM (SELECT u.*, ${peerBounds("u.distinct_type")},
+               ${weeksBetween(`greatest(u.lo, u.since - ${LATE_CASE})`, LATEST_CASE_TIME)} AS weeks
         FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
           AS u(entity_id, lo, distinct_type, since, n)
         OFFSET 0) k
@@ -664,7 +666,8 @@ export class DistinctWindows {
       db,
       `SELECT json_agg(${LINK_JSON}) AS rows
        FROM case_entities l, (SELECT ${peerBounds("$3::text")} OFFSET 0) k
-       WHERE l.entity_id = $1 AND l.case_time > $2`,
+       WHERE ${inWeeks("l", weeksBetween("$2::timestamptz", LATEST_CASE_TIME))}
+         AND l.entity_id = $1 AND l.case_time > $2`,
       [ask.entityId, new Date(kept.lo), ask.distinctType],
     );
   }

@@ -2,6 +2,7 @@ import { type RawBuilder, sql } from "kysely";
 import { type Executor, findRow, type Row } from "../../platform/db/index.js";
 import type { AcceptedCase } from "../cases/index.js";
 import { ENTITY_TYPES, entityId, entityKeysOf, normalizeValue, transactionAmount } from "./keys.js";
+import { ALL_WEEKS, inWeeks, weekOf, weeksBack } from "./weeks.js";
 
 export type EntityRow = Row<"entities">;
 
@@ -86,6 +87,7 @@ export async function entityActivity(
   const rows = await db
     .selectFrom("case_entities")
     .select(["entity_id", sql<string>`count(*)`.as("n"), sql<Date>`max(case_time)`.as("last")])
+    .where(sql.raw<boolean>(inWeeks("case_entities", ALL_WEEKS)))
     .where("entity_id", "in", [...entityIds])
     .groupBy("entity_id")
     .execute();
@@ -101,6 +103,7 @@ export function linkedEntities(db: Executor, tenantId: string, id: string, limit
     )
     .innerJoin("entities as e", "e.id", "other.entity_id")
     .select(["e.id", "e.type", "e.value", sql<string>`count(*)`.as("shared")])
+    .where(sql.raw<boolean>(inWeeks("mine", ALL_WEEKS)))
     .where("mine.entity_id", "=", id)
     .where("e.tenant_id", "=", tenantId)
     .groupBy(["e.id", "e.type", "e.value"])
@@ -111,23 +114,28 @@ export function linkedEntities(db: Executor, tenantId: string, id: string, limit
     .execute();
 }
 
-/** A page of an entity's cases, newest first (by the case's time), after a keyset position. */
-export function entityCases(
+/**
+ * A page of an entity's cases, newest first (by the case's time), after a keyset position: the
+ * entity's weeks newest first, each read in the index's order until the page is full, so a key
+ * with 100,000 cases reads no more than the page.
+ */
+export async function entityCases(
   db: Executor,
   id: string,
   limit: number,
   after: { caseTime: Date; caseId: string } | undefined,
 ) {
-  let query = db.selectFrom("case_entities").select(["case_id", "case_time"]).where("entity_id", "=", id);
-  if (after) {
-    query = query.where((eb) =>
-      eb.or([
-        eb("case_time", "<", after.caseTime),
-        eb.and([eb("case_time", "=", after.caseTime), eb("case_id", "<", after.caseId)]),
-      ]),
-    );
-  }
-  return query.orderBy("case_time", "desc").orderBy("case_id", "desc").limit(limit).execute();
+  const { rows } = await sql<{ case_id: string; case_time: Date }>`
+    SELECT p.case_id, p.case_time
+    FROM unnest(${weeksBack(after?.caseTime)}) AS w (week)
+    CROSS JOIN LATERAL (
+      SELECT l.case_id, l.case_time FROM case_entities l
+      WHERE ${sql.raw(weekOf("l.case_time"))} = w.week AND l.entity_id = ${id}
+        ${after ? sql`AND (l.case_time, l.case_id) < (${after.caseTime}::timestamptz, ${after.caseId}::uuid)` : sql``}
+      ORDER BY l.case_time DESC, l.case_id DESC
+      LIMIT ${limit}) p
+    LIMIT ${limit}`.execute(db);
+  return rows;
 }
 
 /** A case's entities, with the role each key had on it. */
@@ -145,8 +153,8 @@ export function entitiesOfCase(db: Executor, tenantId: string, caseId: string) {
 
 /**
  * The other cases sharing a key with this one, newest first, each with one key it shares. Each
- * of the case's entities gives at most `limit` of its newest cases from its index, so a key with
- * 100,000 cases costs no more than a rare one.
+ * of the case's entities gives at most `limit` of its newest cases from its index, its weeks read
+ * newest first, so a key with 100,000 cases costs no more than a rare one.
  */
 export async function relatedCases(db: Executor, tenantId: string, caseId: string, limit: number) {
   const { rows } = await sql<{ case_id: string; case_time: Date; type: string; value: string }>`
@@ -154,9 +162,14 @@ export async function relatedCases(db: Executor, tenantId: string, caseId: strin
     FROM case_entities mine
     JOIN entities e ON e.id = mine.entity_id
     CROSS JOIN LATERAL (
-      SELECT o.case_id, o.case_time FROM case_entities o
-      WHERE o.entity_id = mine.entity_id AND o.case_id <> mine.case_id
-      ORDER BY o.case_time DESC, o.case_id DESC
+      SELECT p.case_id, p.case_time
+      FROM unnest(${weeksBack(undefined)}) AS w (week)
+      CROSS JOIN LATERAL (
+        SELECT o.case_id, o.case_time FROM case_entities o
+        WHERE ${sql.raw(weekOf("o.case_time"))} = w.week AND o.entity_id = mine.entity_id
+          AND o.case_id <> mine.case_id
+        ORDER BY o.case_time DESC, o.case_id DESC
+        LIMIT ${limit}) p
       LIMIT ${limit}
     ) r
     WHERE mine.case_id = ${caseId} AND mine.tenant_id = ${tenantId}
@@ -180,6 +193,10 @@ export function casesWithIdentifier(db: Executor, tenantId: string, value: strin
       }),
     ),
   ];
-  const query = db.selectFrom("case_entities").select("case_id").where("tenant_id", "=", tenantId);
+  const query = db
+    .selectFrom("case_entities")
+    .select("case_id")
+    .where(sql.raw<boolean>(inWeeks("case_entities", ALL_WEEKS)))
+    .where("tenant_id", "=", tenantId);
   return ids.length > 0 ? query.where("entity_id", "in", ids) : query.where(sql<boolean>`false`);
 }

@@ -3,11 +3,12 @@ import type { Executor } from "../../platform/db/index.js";
 import { casesDecided } from "../cases/index.js";
 import { casesTagged } from "../tags/index.js";
 import { entityId, entityKeysOf, transactionAmount } from "./keys.js";
+import { inWeeks, weeksBetween } from "./weeks.js";
 
 // History (contract section 7, "History: the aggregate node"): figures over the tenant's other
-// cases linked to this case's entities, each answered from the (entity_id, case_time) index of
-// `case_entities`, which carries the case facts a figure reads and the case's other entities
-// (decision 0021).
+// cases linked to this case's entities, each answered from the (week, entity_id, case_time) index
+// of `case_entities`, one descent for each week the window overlaps, which carries the case facts
+// a figure reads and the case's other entities (decision 0021).
 
 /** The functions a figure may compute. */
 export const AGGREGATE_FUNCTIONS = ["count", "countDistinct", "sum", "avg", "min", "max"] as const;
@@ -135,10 +136,10 @@ export async function computeFiguresOfCases(
   );
   const { rows } = await db.executeQuery<{ n: number; v: Array<string | null> | null }>(
     CompiledQuery.raw(
-      // The bounds of the distinct type's peers are columns of q (OFFSET 0 keeps them there), so
-      // a subquery computes them once, not for each peer it compares.
+      // The bounds of the distinct type's peers and the window's weeks are columns of q (OFFSET 0
+      // keeps them there), so a subquery computes them once, not for each link it compares.
       `SELECT q.n, CASE q.shape ${subqueries.join(" ")} END AS v
-       FROM (SELECT u.*, ${peerBounds("u.distinct_type")}
+       FROM (SELECT u.*, ${peerBounds("u.distinct_type")}, ${weeksBetween("u.time_from", "u.time_to")} AS weeks
              FROM unnest($1::int[], $2::int[], $3::text[], $4::timestamptz[], $5::timestamptz[],
                          $6::timestamptz[], $7::uuid[], $8::uuid[], $9::text[], $10::text[],
                          $11::text[], $12::text[], $13::text[])
@@ -289,6 +290,7 @@ function shapeOf(figure: Figure, several: boolean, currency: boolean): Shape {
  */
 function subqueryOf(db: Executor, { fn, several, currency, caseType, decision, tag, own }: Shape): string {
   const conditions = [
+    inWeeks("l", "q.weeks"),
     several ? "l.entity_id = ANY(string_to_array(q.ids, ',')::uuid[])" : "l.entity_id = q.ids::uuid",
     "l.case_time > q.time_from",
     "l.case_time <= q.time_to",

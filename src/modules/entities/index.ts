@@ -4,6 +4,7 @@ import { entitiesCli } from "./entities.cli.js";
 import { entitiesConsole } from "./entities.console.js";
 import { entityWrites } from "./entities.repo.js";
 import { entitiesRoutes } from "./entities.routes.js";
+import { LinkStatistics } from "./link-statistics.js";
 
 /** Entities: what the tenant knows across cases, resolved as each case is accepted (contract section 7). */
 export const entitiesModule = feature("entities", {
@@ -13,6 +14,7 @@ export const entitiesModule = feature("entities", {
   cli: entitiesCli,
   console: entitiesConsole,
   nodeTypes: [aggregateNode],
+  background: (ctx) => [new LinkStatistics(ctx.db, ctx.log)],
 });
 
 export {
