@@ -1,6 +1,5 @@
-import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { LinkStatistics } from "../src/modules/entities/link-statistics.js";
+import { LinkStatistics, linkTableSize } from "../src/modules/entities/link-statistics.js";
 import { createTestApp, type TestApp } from "./support/app.js";
 import { createPartner, type Partner } from "./support/fixtures.js";
 import { waitFor } from "./support/jobs.js";
@@ -22,13 +21,7 @@ afterAll(async () => {
   await h.close();
 });
 
-/** The links' table's pages now, and those `ANALYZE` last counted. */
-async function size() {
-  const { rows } = await sql<{ pages: number; counted: number }>`
-    SELECT (pg_relation_size(c.oid) / current_setting('block_size')::int)::int AS pages, c.relpages AS counted
-    FROM pg_class c WHERE c.oid = 'case_entities'::regclass`.execute(h.ctx.db.root);
-  return rows[0] as { pages: number; counted: number };
-}
+const size = () => linkTableSize(h.ctx.db);
 
 /** Submits cases of new customers and IBANs, two links each, until the table has `pages`. */
 async function growTo(pages: number) {

@@ -3,7 +3,8 @@ import type { BackgroundWorker } from "../../platform/app-types.js";
 import type { Db } from "../../platform/db/index.js";
 import type { Log } from "../../platform/logger.js";
 
-// The links' statistics taken as their table grows (decision 0021, "Links by week"). A reader by
+// The links' statistics taken as their table grows (decision 0021, "The links' statistics, taken
+// at each doubling"). A reader by
 // entity names the weeks it reads (`weeks.ts`), and PostgreSQL costs a week list it cannot see
 // as ten descents of the index. While the table is a few pages, a scan of the whole table or of
 // its primary key is cheaper than that, and a connection plans each statement once (decision
@@ -22,6 +23,15 @@ const FIRST_PAGES = 8;
 export interface LinkStatisticsOptions {
   readonly everyMs: number;
   readonly firstPages: number;
+}
+
+/** The pages of `case_entities` now, and those its last `ANALYZE` counted (`relpages`). */
+export async function linkTableSize(db: Db): Promise<{ pages: number; counted: number }> {
+  const { rows } = await sql<{ pages: number; counted: number }>`
+    SELECT (pg_relation_size(c.oid) / current_setting('block_size')::int)::int AS pages,
+           c.relpages AS counted
+    FROM pg_class c WHERE c.oid = 'case_entities'::regclass`.execute(db.root);
+  return rows[0] ?? { pages: 0, counted: 0 };
 }
 
 /** Takes the statistics of `case_entities` each time it has doubled since they were last taken. */
@@ -57,12 +67,8 @@ export class LinkStatistics implements BackgroundWorker {
    * process taking them at that moment is not waited for (`SKIP_LOCKED`).
    */
   async look(): Promise<boolean> {
-    const { rows } = await sql<{ pages: number; counted: number }>`
-      SELECT (pg_relation_size(c.oid) / current_setting('block_size')::int)::int AS pages,
-             c.relpages AS counted
-      FROM pg_class c WHERE c.oid = 'case_entities'::regclass`.execute(this.db.root);
-    const size = rows[0];
-    if (!size || size.pages < Math.max(this.options.firstPages, 2 * size.counted)) return false;
+    const size = await linkTableSize(this.db);
+    if (size.pages < Math.max(this.options.firstPages, 2 * size.counted)) return false;
     await sql`ANALYZE (SKIP_LOCKED) case_entities`.execute(this.db.root);
     this.log.info({ pages: size.pages, previously: size.counted }, "links' statistics taken");
     return true;
