@@ -182,22 +182,29 @@ export async function keyWindows(
 /** The block list the history workflow's rules node reads. */
 export const LIST_ID = "blocked_ibans";
 
-/** The workflow: three figures by customer, the receiver's IBAN in the block list, the decision. */
-export function historyWorkflow(withList: boolean): WorkflowDefinition {
+/**
+ * The workflow: three figures by customer, the receiver's IBAN in the block list, the decision.
+ * `withFigures` false leaves the aggregate node out (and the rule that reads it), so that what the
+ * figures cost a case can be told from what its links and the list cost it (BENCH_HISTORY_FIGURES).
+ */
+export function historyWorkflow(withList: boolean, withFigures = true): WorkflowDefinition {
+  const figures: WorkflowDefinition["nodes"] = [
+    {
+      id: "history",
+      type: "aggregate",
+      next: "screen",
+      aggregates: {
+        payments1h: { function: "count", by: "customer", window: "PT1H" },
+        amount7d: { function: "sum", field: "amount", by: "customer", window: "P7D" },
+        ibans30d: { function: "countDistinct", by: "customer", distinct: "iban", window: "P30D" },
+      },
+    },
+  ];
   return {
     inputSchema: { type: "object" },
-    start: "history",
+    start: withFigures ? "history" : "screen",
     nodes: [
-      {
-        id: "history",
-        type: "aggregate",
-        next: "screen",
-        aggregates: {
-          payments1h: { function: "count", by: "customer", window: "PT1H" },
-          amount7d: { function: "sum", field: "amount", by: "customer", window: "P7D" },
-          ibans30d: { function: "countDistinct", by: "customer", distinct: "iban", window: "P30D" },
-        },
-      },
+      ...(withFigures ? figures : []),
       {
         id: "screen",
         type: "rules",
@@ -211,7 +218,9 @@ export function historyWorkflow(withList: boolean): WorkflowDefinition {
               ]
             : []),
           {
-            when: "nodes.history.payments1h > 100 || nodes.history.amount7d > 1000000.0 || nodes.history.ibans30d > 5000",
+            when: withFigures
+              ? "nodes.history.payments1h > 100 || nodes.history.amount7d > 1000000.0 || nodes.history.ibans30d > 5000"
+              : "subject.transaction.amount > 1000000.0",
             next: "review",
           },
         ],
