@@ -103,9 +103,14 @@ interface Counters {
   otherCommits: number;
   /** The server's WAL position: other databases write to the same WAL. */
   wal: string;
-  /** Checkpoints the server has made (timed and requested), and when its latest began. */
+  /** Checkpoints the server has begun (timed and requested), and when the latest completed one began. */
   checkpoints: number;
   checkpointAt: Date;
+  /**
+   * Whether a checkpoint is under way: its checkpointer is elsewhere than its main loop's wait.
+   * One still running is not yet in `pg_control_checkpoint()`, so `checkpointAt` cannot show it.
+   */
+  checkpointRunning: boolean;
   tables: Map<string, { ins: number; upd: number; del: number; hot: number }>;
 }
 
@@ -119,15 +124,18 @@ async function counters(db: Db): Promise<Counters> {
     SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_del AS del, n_tup_hot_upd AS hot
     FROM pg_stat_user_tables`.execute(db.root);
   const { rows: wal } = await sql<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`.execute(db.root);
-  const { rows: checkpoint } = await sql<{ count: string; at: Date }>`
+  const { rows: checkpoint } = await sql<{ count: string; at: Date; running: boolean }>`
     SELECT (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter) AS count,
-           (SELECT checkpoint_time FROM pg_control_checkpoint()) AS at`.execute(db.root);
+           (SELECT checkpoint_time FROM pg_control_checkpoint()) AS at,
+           EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'checkpointer'
+                     AND wait_event IS DISTINCT FROM 'CheckpointerMain') AS running`.execute(db.root);
   return {
     commits: Number(commits[0]?.mine ?? 0),
     otherCommits: Number(commits[0]?.others ?? 0),
     wal: wal[0]?.lsn ?? "0/0",
     checkpoints: Number(checkpoint[0]?.count ?? 0),
     checkpointAt: new Date(checkpoint[0]?.at ?? 0),
+    checkpointRunning: checkpoint[0]?.running === true,
     tables: new Map(
       tables.map((t) => [
         t.relname,
@@ -170,6 +178,8 @@ export interface Work {
    */
   checkpointsDuring: number;
   checkpointAgeSeconds: number;
+  /** A checkpoint begun before the cases was still running when they began. */
+  checkpointRunningAtStart: boolean;
   otherCommits: number;
   byTable: string[];
   /** Statements per case, where the server has `pg_stat_statements` loaded (else empty). */
@@ -269,6 +279,7 @@ export async function workPerCase(server: BenchServer, run: () => Promise<number
     walInspected: wal.inspected,
     checkpointsDuring: after.checkpoints - before.checkpoints,
     checkpointAgeSeconds: (started.getTime() - before.checkpointAt.getTime()) / 1000,
+    checkpointRunningAtStart: before.checkpointRunning,
     otherCommits: after.otherCommits - before.otherCommits,
     byTable,
     statements,
@@ -333,7 +344,10 @@ export function workNotes(work: Work): string[] {
       ? `WAL per decided case: ${round(work.walBytes / 1024)} KB of this database's records (pg_walinspect), of which ` +
         `${round(work.fpiBytes / 1024)} KB full-page images; the server wrote ${round(work.serverWalBytes / 1024)} KB ` +
         `per case in all, other databases committing ${work.otherCommits} transactions meanwhile; ` +
-        `${work.checkpointsDuring} checkpoints while the cases ran, the last before them ${round(work.checkpointAgeSeconds)} s before` +
+        `${work.checkpointsDuring} checkpoints begun while the cases ran; ` +
+        (work.checkpointRunningAtStart
+          ? "one begun before them was still running when they began"
+          : `the last before them began ${round(work.checkpointAgeSeconds)} s before`) +
         perRelation("full-page images", work.fpiByRelation) +
         perRelation("records other than images", work.recordsByRelation)
       : `WAL per decided case: the server's ${round(work.serverWalBytes / 1024)} KB in all (its WAL was recycled ` +
